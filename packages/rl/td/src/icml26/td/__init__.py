@@ -1,0 +1,54 @@
+"""icml26.td: TD(0) with exponential step sizes.
+
+Paper: Yunxiang Li, Mark Schmidt, Reza Babanezhad, Sharan Vaswani, "Towards Parameter-Free
+Temporal Difference Learning" (arXiv 2603.02577, ICML 2026).
+
+Implemented: linear TD(0) with the exponential step size ``eta_t = eta0 (beta/T)^(t/T)`` (needs
+the horizon T, not omega nor the mixing time), i.i.d. and single-trajectory Markov sampling, the
+regularised update for Markov sampling, the exact TD fixed point and the D-norm error; the
+baselines (constant, 1/sqrt(t), the omega-aware oracle schedule, tail averaging); Garnet chains
+with a target omega, Boyan's chain, lazy chains, gymnasium's tabular environments.
+
+Reconstructed (the paper's constants were not available to us; see the README): the default
+``eta0 = 1/(1 + gamma)`` of the demo, ``lambda = 1/sqrt(T)`` for Markov sampling, the oracle's
+constants (taken from Bhandari et al., 2018).
+"""
+
+from icml26.td.critic import fit_critic
+from icml26.td.gym_problems import gymnasium_mrp
+from icml26.td.problems import (
+    MarkovRewardProcess,
+    boyan_chain,
+    check_problem,
+    garnet_mdp,
+    stationary_distribution,
+    td_fixed_point,
+)
+from icml26.td.schedules import (
+    ConstantStepSize,
+    ExponentialStepSize,
+    InverseSqrtStepSize,
+    OracleStepSize,
+    StepSizeSchedule,
+)
+from icml26.td.td import td0, td0_sweep
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConstantStepSize",
+    "ExponentialStepSize",
+    "InverseSqrtStepSize",
+    "MarkovRewardProcess",
+    "OracleStepSize",
+    "StepSizeSchedule",
+    "boyan_chain",
+    "check_problem",
+    "fit_critic",
+    "garnet_mdp",
+    "gymnasium_mrp",
+    "stationary_distribution",
+    "td0",
+    "td0_sweep",
+    "td_fixed_point",
+]

@@ -1,0 +1,50 @@
+"""Semi-gradient TD(0) for a torch critic (any ``nn.Module``) driven by ``ExponentialStepSize``.
+
+The linear case of the paper carries over as the usual deep-RL recipe: minimise
+``0.5 * (r + gamma * V(s').detach() - V(s))^2`` over mini-batches with SGD, the learning rate
+following ``eta_t = eta0 (beta/T)^(t/T)``. Under ``torchrun`` the critic is wrapped in
+DistributedDataParallel and every rank draws its own samples (seed + rank), so the same loop
+runs on one process or many.
+"""
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from icml26.td.problems import MarkovRewardProcess
+from icml26.td.schedules import ExponentialStepSize
+
+
+def fit_critic(
+    problem: MarkovRewardProcess,
+    critic: nn.Module,
+    horizon: int,
+    eta0: float = 0.5,
+    batch_size: int = 32,
+    seed: int = 0,
+) -> nn.Module:
+    """Train ``critic`` (maps features (B, d) to values (B, 1)) by TD(0) on i.i.d. transitions.
+
+    Returns the trained critic (unwrapped from DDP when running distributed).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    distributed = dist.is_available() and dist.is_initialized()
+    rank = dist.get_rank() if distributed else 0
+    model = nn.parallel.DistributedDataParallel(critic) if distributed else critic
+    opt = torch.optim.SGD(model.parameters(), lr=eta0)
+    sched = ExponentialStepSize(eta0, horizon, optimizer=opt)
+    gen = torch.Generator().manual_seed(seed + 1000 * rank)
+    phi = problem.phi.to(next(critic.parameters()).dtype)
+    r = problem.r.to(phi.dtype)
+    for _ in range(horizon):
+        s = torch.multinomial(problem.mu, batch_size, replacement=True, generator=gen)
+        s_next = torch.multinomial(problem.P[s], 1, generator=gen).squeeze(1)
+        with torch.no_grad():
+            target = r[s] + problem.gamma * critic(phi[s_next]).squeeze(-1)
+        loss = 0.5 * (target - model(phi[s]).squeeze(-1)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    return critic

@@ -1,0 +1,107 @@
+import pytest
+import torch
+
+from icml26.td import (
+    ConstantStepSize,
+    ExponentialStepSize,
+    InverseSqrtStepSize,
+    garnet_mdp,
+    td0,
+    td0_sweep,
+)
+from icml26.testing import assert_unbiased, assert_variance_order
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return garnet_mdp(15, 4, 0.9, seed=0, omega=0.02)
+
+
+@pytest.mark.parametrize("sampling", ["iid", "markov"])
+def test_first_update_is_unbiased_for_the_mean_td_step(problem, sampling):
+    # From theta_0 = 0 with s_0 ~ mu: theta_1 = eta r(s) phi(s), whose mean is eta * b.
+    eta = 0.3
+    theta1 = td0(
+        problem.P,
+        problem.r,
+        problem.phi,
+        problem.gamma,
+        ConstantStepSize(eta),
+        1,
+        runs=20000,
+        sampling=sampling,
+        seed=1,
+    )
+    b = problem.phi.T @ (problem.mu * problem.r)
+    assert_unbiased(theta1, eta * b, name=f"theta_1 ({sampling})")
+    with pytest.raises(AssertionError):
+        assert_unbiased(theta1, 1.3 * eta * b)  # the check has power at this sample size
+
+
+@pytest.mark.parametrize("sampling", ["iid", "markov"])
+def test_exponential_td_converges_to_the_fixed_point(problem, sampling):
+    T = 20000
+    theta = td0_sweep(problem, [ExponentialStepSize(0.5, T)], T, runs=8, sampling=sampling, seed=2)[
+        0
+    ]
+    err = problem.value_error(theta)
+    init_err = problem.value_error(torch.zeros(problem.n_features, dtype=torch.float64))
+    assert err.mean() < 0.01 * init_err
+
+
+def test_regularised_td_converges_to_the_regularised_fixed_point(problem):
+    # With lambda > 0 the mean update is b - (A + lambda I) theta: TD tracks that solution.
+    lam = 0.05
+    D_phi = problem.mu[:, None] * problem.phi
+    A = D_phi.T @ (problem.phi - problem.gamma * problem.P @ problem.phi)
+    theta_lam = torch.linalg.solve(A + lam * torch.eye(4, dtype=torch.float64), D_phi.T @ problem.r)
+    T = 30000
+    theta = td0_sweep(
+        problem, [ExponentialStepSize(0.5, T)], T, runs=16, sampling="markov", reg=lam, seed=3
+    )[0]
+    dist_lam = (theta.mean(0) - theta_lam).norm()
+    dist_star = (theta.mean(0) - problem.theta_star).norm()
+    assert dist_lam < 0.2 * dist_star
+
+
+def test_error_decreases_with_horizon(problem):
+    errs = []
+    for T in (300, 3000, 30000):
+        theta = td0_sweep(problem, [ExponentialStepSize(0.5, T)], T, runs=10, seed=4)[0]
+        errs.append(problem.value_error(theta).mean().item())
+    assert errs[0] > errs[1] > errs[2]
+
+
+def test_tail_averaging_reduces_the_variance_of_constant_steps(problem):
+    T = 4000
+    out = td0_sweep(
+        problem, [ConstantStepSize(0.5)] * 2, T, runs=64, seed=5, tail_average=[True, False]
+    )
+    assert_variance_order(out[0], out[1], target=problem.theta_star, names=("tail", "last"))
+
+
+def test_schedules_share_samples(problem):
+    # Two copies of the same schedule see the same samples, so they end in the same place.
+    out = td0_sweep(problem, [InverseSqrtStepSize(0.5), InverseSqrtStepSize(0.5)], 500, runs=3)
+    assert torch.equal(out[0], out[1])
+    again = td0_sweep(problem, [InverseSqrtStepSize(0.5)], 500, runs=3)
+    assert torch.equal(again[0], out[0])  # seeded
+
+
+def test_divergence_is_visible_not_hidden(problem):
+    out = td0_sweep(problem, [ConstantStepSize(50.0)], 2000, runs=2)
+    assert not torch.isfinite(out).all()
+
+
+def test_schedule_horizon_must_match(problem):
+    with pytest.raises(ValueError, match="built for horizon 100"):
+        td0_sweep(problem, [ExponentialStepSize(0.5, 100)], 200, runs=1)
+
+
+def test_golden_error_after_seeded_run(problem):
+    # One end-to-end number: if sampling, the update or the schedule changes, this moves.
+    theta = td0_sweep(problem, [ExponentialStepSize(0.5, 2000)], 2000, runs=4, seed=7)[0]
+    assert problem.value_error(theta).mean().item() == pytest.approx(GOLDEN, rel=1e-6)
+
+
+GOLDEN = 0.0005470877268709685

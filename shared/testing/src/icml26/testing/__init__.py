@@ -1,0 +1,26 @@
+"""icml26.testing: the checks every icml26 package's tests share.
+
+Installed as a pytest plugin (entry point ``pytest11``), it gives every test session:
+an autouse seeding fixture, a ``device`` parametrization (cpu, and cuda when present),
+the markers ``slow`` (skipped unless ``--runslow``), ``gpu`` (skipped without CUDA) and
+``distributed``. The helpers below are imported explicitly by tests.
+"""
+
+from icml26.testing.asserts import assert_close, check_gradients
+from icml26.testing.cli import run_cli
+from icml26.testing.distributed import run_distributed
+from icml26.testing.results import RESULTS_SCHEMA, validate_results
+from icml26.testing.seeding import seed_everything
+from icml26.testing.stats import assert_unbiased, assert_variance_order
+
+__all__ = [
+    "RESULTS_SCHEMA",
+    "assert_close",
+    "assert_unbiased",
+    "assert_variance_order",
+    "check_gradients",
+    "run_cli",
+    "run_distributed",
+    "seed_everything",
+    "validate_results",
+]

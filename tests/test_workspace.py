@@ -1,0 +1,157 @@
+"""Workspace-level checks: packaging, independence, version pins, docs."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from _workspace import members  # noqa: E402
+
+UV = os.environ.get("UV") or shutil.which("uv") or "uv"
+MEMBERS = members()
+BY_NAME = {m.name: m for m in MEMBERS}
+
+
+def _meta(m):
+    return tomllib.loads((m.path / "pyproject.toml").read_text())
+
+
+def test_every_expected_member_is_there():
+    names = set(BY_NAME)
+    assert {"icml26-kernels", "icml26-testing", "icml26-td"} <= names
+
+
+def test_no_namespace_init_anywhere():
+    offenders = [p for p in ROOT.rglob("icml26/__init__.py") if ".venv" not in p.parts]
+    assert not offenders, f"icml26 is a namespace package; remove {offenders}"
+
+
+@pytest.mark.parametrize("m", MEMBERS, ids=lambda m: m.name)
+def test_member_builds_with_uv_build_and_a_dotted_module(m):
+    meta = _meta(m)
+    assert meta["build-system"]["build-backend"] == "uv_build"
+    module = meta["tool"]["uv"]["build-backend"]["module-name"]
+    assert module.startswith("icml26.") and module.count(".") == 1
+    assert (m.path / "src" / Path(*module.split(".")) / "__init__.py").is_file()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", meta["project"]["version"])
+
+
+@pytest.mark.parametrize("m", MEMBERS, ids=lambda m: m.name)
+def test_sibling_dependencies_are_real_ranges_the_sibling_satisfies(m):
+    for dep in m.dependencies:
+        req = Requirement(dep)
+        if req.name in BY_NAME:
+            assert str(req.specifier), f"{m.name}: {dep!r} must pin a version range"
+            assert any(s.operator == "<" for s in req.specifier), (
+                f"{m.name}: {dep!r} needs an upper bound"
+            )
+            assert Version(BY_NAME[req.name].version) in req.specifier, (
+                f"{m.name}: {dep!r} does not admit {req.name} {BY_NAME[req.name].version}"
+            )
+
+
+@pytest.mark.parametrize("m", MEMBERS, ids=lambda m: m.name)
+def test_member_has_tests_and_readme(m):
+    assert list((m.path / "tests").glob("test_*.py")), f"{m.name} has no tests"
+    readme = (m.path / "README.md").read_text()
+    assert len(readme) > 200
+    if m.is_method_package:
+        assert re.search(r"^## Results", readme, re.M), (
+            f"{m.name} README needs a '## Results' section"
+        )
+
+
+@pytest.mark.parametrize("m", [m for m in MEMBERS if m.is_method_package], ids=lambda m: m.name)
+def test_method_packages_never_import_each_other(m):
+    others = {o.name.removeprefix("icml26-") for o in MEMBERS if o.is_method_package and o is not m}
+    for py in (m.path / "src").rglob("*.py"):
+        text = py.read_text()
+        for other in others:
+            assert not re.search(rf"\bicml26\.{other}\b", text), f"{py} imports icml26.{other}"
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory) -> Path:
+    dist = tmp_path_factory.mktemp("dist")
+    for m in MEMBERS:
+        subprocess.run(
+            [UV, "build", "--package", m.name, "--wheel", "--out-dir", str(dist), "-q"],
+            cwd=ROOT,
+            check=True,
+        )
+    return dist
+
+
+@pytest.mark.parametrize("m", MEMBERS, ids=lambda m: m.name)
+def test_wheel_installs_and_imports_outside_the_workspace(m, wheels, tmp_path):
+    venv = tmp_path / "venv"
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
+    }
+    subprocess.run(
+        [UV, "venv", "-q", "--python", sys.executable, str(venv)], check=True, cwd=tmp_path, env=env
+    )
+    python = venv / "bin" / "python"
+    wheel = next(wheels.glob(f"{m.name.replace('-', '_')}-{m.version}-*.whl"))
+    subprocess.run(
+        [
+            UV,
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(python),
+            "--find-links",
+            str(wheels),
+            str(wheel),
+        ],
+        check=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    module = _meta(m)["tool"]["uv"]["build-backend"]["module-name"]
+    out = subprocess.run(
+        [str(python), "-c", f"import {module} as m; print(m.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert str(venv) in out.stdout  # imported from the fresh venv, not from the workspace
+    for script in m.scripts:
+        res = subprocess.run(
+            [str(venv / "bin" / script), "--help"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        )
+        assert res.returncode == 0 and "usage" in res.stdout.lower(), res.stderr
+
+
+def test_root_readme_starts_with_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    head = text[:2500]
+    assert "uv run tools/reproduce.py" in head and "uv run tools/ci.py" in head
+    for m in MEMBERS:
+        if m.is_method_package:
+            assert m.name in text, f"root README's package table lacks {m.name}"
+
+
+def test_ci_script_calls_the_readme_test_command():
+    assert "uv run tools/ci.py" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_lock_is_current():
+    out = subprocess.run([UV, "lock", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
