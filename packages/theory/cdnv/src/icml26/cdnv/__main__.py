@@ -1,0 +1,5 @@
+import sys
+
+from icml26.cdnv.cli import main
+
+sys.exit(main())

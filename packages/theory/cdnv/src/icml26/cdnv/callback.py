@@ -1,0 +1,103 @@
+"""Watch V, V~ and few-shot error while a model trains.
+
+``CDNVMonitor`` embeds a fixed labelled evaluation set with the model after every epoch and
+records the class geometry. Call it from any loop (``monitor(model, epoch)``), pass it as
+``train_ssl(..., on_epoch_end=monitor)``, or forward Lightning's hook to it: it has
+``on_train_epoch_end(trainer, pl_module)`` with Lightning's signature (a two-line
+``lightning.pytorch.Callback`` subclass can delegate to it; Lightning itself is not a dependency).
+"""
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
+from icml26.cdnv.measures import cdnv, directional_cdnv
+from icml26.cdnv.stats import class_stats
+
+
+class CDNVMonitor:
+    """Records per epoch: V, V~ (plug-in and cross-fitted), m-shot NCC error and its bound."""
+
+    def __init__(
+        self,
+        inputs: torch.Tensor,
+        labels: torch.Tensor,
+        shots: Sequence[int] = (1, 5),
+        episodes: int = 50,
+        embed: Callable[[nn.Module, torch.Tensor], torch.Tensor] | None = None,
+        batch_size: int = 1024,
+        verbose: bool = False,
+    ):
+        if len(inputs) != len(labels):
+            raise ValueError(f"inputs ({len(inputs)}) and labels ({len(labels)}) differ in length")
+        if len(torch.unique(torch.as_tensor(labels))) < 2:
+            raise ValueError("labels must hold at least 2 classes")
+        self.inputs, self.labels = inputs, torch.as_tensor(labels)
+        self.shots, self.episodes = tuple(shots), episodes
+        self.embed = embed
+        self.batch_size = batch_size
+        self.verbose = verbose
+        self.history: list[dict] = []
+
+    @torch.no_grad()
+    def features(self, model: nn.Module) -> torch.Tensor:
+        """Embed the evaluation inputs with ``model`` in eval mode (restoring its mode)."""
+        was_training = model.training
+        model.eval()
+        try:
+            device = next(model.parameters()).device
+        except StopIteration:
+            device = torch.device("cpu")
+        out = []
+        for i in range(0, len(self.inputs), self.batch_size):
+            xb = self.inputs[i : i + self.batch_size].to(device)
+            out.append((self.embed(model, xb) if self.embed else model(xb)).float().cpu())
+        model.train(was_training)
+        return torch.cat(out)
+
+    def measure(self, features: torch.Tensor) -> dict:
+        stats = class_stats(features, self.labels)
+        row = {
+            "V": cdnv(stats).mean,
+            "V~": directional_cdnv(stats).mean,
+            "V (cross-fit)": cdnv(stats, cross_fit=True).mean,
+            "V~ (cross-fit)": directional_cdnv(stats, cross_fit=True).mean,
+        }
+        for m, err, bnd in zip(
+            self.shots,
+            ncc_fewshot_error(features, self.labels, list(self.shots), self.episodes),
+            fewshot_bound(stats, list(self.shots)),
+            strict=True,
+        ):
+            row[f"{m}-shot error"] = err
+            row[f"{m}-shot bound"] = bnd
+        return row
+
+    def __call__(self, model: nn.Module, epoch: int) -> dict:
+        row = {"epoch": epoch, **self.measure(self.features(model))}
+        self.history.append(row)
+        if self.verbose:
+            print(
+                " ".join(
+                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+                )
+            )
+        return row
+
+    # Lightning-style hook: Trainer(callbacks=[monitor]) calls it after each training epoch.
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self(pl_module, int(getattr(trainer, "current_epoch", len(self.history))) + 1)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the history as JSON (atomically)."""
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.history, f, indent=2)
+        os.replace(tmp, path)

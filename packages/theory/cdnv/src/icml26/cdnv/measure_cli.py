@@ -1,0 +1,53 @@
+"""``icml26-cdnv measure FEATURES.npz``: V, V~ and the few-shot bound of saved features.
+
+The file holds arrays ``features`` (N, d) and ``labels`` (N,) (``numpy.savez``): embeddings from
+any model. Nothing is unpickled (``allow_pickle=False``).
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tyro
+
+from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
+from icml26.cdnv.measures import cdnv, directional_cdnv
+from icml26.cdnv.stats import class_stats
+
+
+@dataclass(frozen=True)
+class MeasureConfig:
+    """Measure V, V~, few-shot NCC error and its bound on features saved with numpy.savez."""
+
+    path: tyro.conf.Positional[Path]
+    """An .npz file with arrays 'features' (N, d) and 'labels' (N,)."""
+    shots: tuple[int, ...] = (1, 5, 20)
+    episodes: int = 100
+    convention: str = "sum"
+    """'sum' (default) or 'mean' (Galanti et al. 2022: divided by 2)."""
+
+
+def run_measure(cfg: MeasureConfig) -> dict:
+    if not cfg.path.is_file():
+        raise ValueError(f"path: {cfg.path} does not exist")
+    try:
+        with np.load(cfg.path, allow_pickle=False) as data:
+            features, labels = data["features"], data["labels"]
+    except KeyError as e:
+        raise ValueError(f"path: {cfg.path} lacks the array {e}") from None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"path: {cfg.path} is not a readable .npz file ({e})") from None
+    stats = class_stats(features, labels)
+    out = {
+        "classes": stats.n_classes,
+        "V": cdnv(stats, cfg.convention).mean,
+        "V~": directional_cdnv(stats, cfg.convention).mean,
+        "V (cross-fit)": cdnv(stats, cfg.convention, cross_fit=True).mean,
+        "V~ (cross-fit)": directional_cdnv(stats, cfg.convention, cross_fit=True).mean,
+        "shots": list(cfg.shots),
+        "error": ncc_fewshot_error(features, labels, list(cfg.shots), cfg.episodes),
+        "bound": fewshot_bound(stats, list(cfg.shots)),
+    }
+    print(json.dumps(out, indent=2))
+    return out

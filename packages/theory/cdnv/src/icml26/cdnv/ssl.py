@@ -1,0 +1,196 @@
+"""Small self-supervised trainers: SimCLR, VICReg and Barlow Twins on MLP encoders, with image
+augmentations written in torch. They exist to produce the training dynamics the measures watch,
+not to set records.
+
+Losses (each takes two views' projections z1, z2 of shape (B, p)):
+- SimCLR (Chen et al., 2020): NT-Xent, cross-entropy of each view against its partner among
+  the 2B - 1 others, cosine similarities over a temperature.
+- VICReg (Bardes et al., 2022): 25 * invariance (MSE) + 25 * variance (hinge on the per-dim std
+  at 1) + 1 * covariance (squared off-diagonal covariances / p).
+- Barlow Twins (Zbontar et al., 2021): the cross-correlation of the standardised views driven to
+  the identity, off-diagonal terms weighted by 5e-3.
+"""
+
+import math
+from collections.abc import Callable
+from typing import Literal
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+Objective = Literal["simclr", "vicreg", "barlow"]
+
+
+def simclr_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.2) -> torch.Tensor:
+    z = F.normalize(torch.cat([z1, z2]), dim=1)  # (2B, p)
+    sim = z @ z.T / temperature
+    sim.fill_diagonal_(-math.inf)
+    B = z1.shape[0]
+    target = torch.cat([torch.arange(B, 2 * B), torch.arange(0, B)]).to(z.device)
+    return F.cross_entropy(sim, target)
+
+
+def vicreg_loss(z1, z2, sim_w: float = 25.0, var_w: float = 25.0, cov_w: float = 1.0):
+    inv = F.mse_loss(z1, z2)
+    var = 0.0
+    cov = 0.0
+    for z in (z1, z2):
+        z = z - z.mean(0)
+        std = (z.var(0) + 1e-4).sqrt()
+        var = var + F.relu(1 - std).mean() / 2
+        c = z.T @ z / (len(z) - 1)
+        off = c - torch.diag(torch.diagonal(c))
+        cov = cov + off.pow(2).sum() / z.shape[1]
+    return sim_w * inv + var_w * var + cov_w * cov
+
+
+def barlow_twins_loss(z1, z2, lambd: float = 5e-3):
+    B = z1.shape[0]
+    a = (z1 - z1.mean(0)) / (z1.std(0) + 1e-6)
+    b = (z2 - z2.mean(0)) / (z2.std(0) + 1e-6)
+    c = a.T @ b / B
+    on = (torch.diagonal(c) - 1).pow(2).sum()
+    off = (c - torch.diag(torch.diagonal(c))).pow(2).sum()
+    return on + lambd * off
+
+
+LOSSES: dict[str, Callable[..., torch.Tensor]] = {
+    "simclr": simclr_loss,
+    "vicreg": vicreg_loss,
+    "barlow": barlow_twins_loss,
+}
+
+
+class MLPEncoder(nn.Module):
+    """Flatten -> [Linear, BatchNorm, ReLU] x depth -> Linear: (B, ...) inputs to (B, out)."""
+
+    def __init__(self, in_dim: int, hidden: int = 256, out_dim: int = 64, depth: int = 2):
+        super().__init__()
+        layers, d = [nn.Flatten()], in_dim
+        for _ in range(depth):
+            layers += [nn.Linear(d, hidden), nn.BatchNorm1d(hidden), nn.ReLU()]
+            d = hidden
+        layers.append(nn.Linear(d, out_dim))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def projector(in_dim: int, hidden: int = 256, out_dim: int = 128) -> nn.Module:
+    """The SSL head the loss sees; features for evaluation are taken before it."""
+    return nn.Sequential(
+        nn.Linear(in_dim, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, out_dim)
+    )
+
+
+class ImageAugment(nn.Module):
+    """Batched augmentations for small grey images (B, 1, H, W): a random affine warp (rotation,
+    scale, translation), contrast/brightness jitter, Gaussian noise and one random erased patch."""
+
+    def __init__(
+        self,
+        rotate_deg: float = 15.0,
+        scale: float = 0.15,
+        shift: float = 0.15,
+        jitter: float = 0.3,
+        noise: float = 0.05,
+        erase: float = 0.25,
+    ):
+        super().__init__()
+        self.rotate, self.scale, self.shift = math.radians(rotate_deg), scale, shift
+        self.jitter, self.noise, self.erase = jitter, noise, erase
+
+    def forward(self, x: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+        B, _, H, W = x.shape
+
+        def u(*shape):
+            return torch.rand(*shape, generator=gen) * 2 - 1
+
+        ang = u(B) * self.rotate
+        s = 1 + u(B) * self.scale
+        theta = torch.zeros(B, 2, 3)
+        theta[:, 0, 0], theta[:, 0, 1] = s * torch.cos(ang), -s * torch.sin(ang)
+        theta[:, 1, 0], theta[:, 1, 1] = s * torch.sin(ang), s * torch.cos(ang)
+        theta[:, :, 2] = u(B, 2) * self.shift * 2
+        grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+        x = F.grid_sample(x, grid, padding_mode="zeros", align_corners=False)
+        contrast = 1 + u(B, 1, 1, 1) * self.jitter
+        bright = u(B, 1, 1, 1) * self.jitter * 0.3
+        x = x * contrast + bright + self.noise * torch.randn(x.shape, generator=gen)
+        if self.erase > 0:
+            h, w = max(1, H // 4), max(1, W // 4)
+            top = torch.randint(0, H - h + 1, (B,), generator=gen)
+            left = torch.randint(0, W - w + 1, (B,), generator=gen)
+            rows = torch.arange(H)[None, :, None]
+            cols = torch.arange(W)[None, None, :]
+            box = (
+                (rows >= top[:, None, None])
+                & (rows < top[:, None, None] + h)
+                & (cols >= left[:, None, None])
+                & (cols < left[:, None, None] + w)
+            )
+            apply = (torch.rand(B, generator=gen) < self.erase)[:, None, None]
+            x = x.masked_fill((box & apply)[:, None], 0.0)
+        return x
+
+
+def train_ssl(
+    encoder: nn.Module,
+    head: nn.Module,
+    views: Callable[[torch.Tensor, torch.Generator], tuple[torch.Tensor, torch.Tensor]],
+    n_samples: int,
+    objective: Objective = "vicreg",
+    epochs: int = 20,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    seed: int = 0,
+    on_epoch_end: Callable[[nn.Module, int], None] | None = None,
+    progress: bool = True,
+) -> list[float]:
+    """Train ``encoder`` + ``head`` with an SSL objective; returns the mean loss per epoch.
+
+    ``views(idx, gen)`` returns two augmented views of the samples ``idx``. ``on_epoch_end``
+    is called as ``f(encoder, epoch)`` before training (epoch 0) and after every epoch. Under
+    torchrun (an initialised process group) the model is wrapped in DDP and each rank takes its
+    own shard of every epoch's permutation.
+    """
+    if objective not in LOSSES:
+        raise ValueError(f"objective must be one of {sorted(LOSSES)}, got {objective!r}")
+    if epochs < 0 or batch_size < 2:
+        raise ValueError("epochs must be >= 0 and batch_size >= 2")
+    loss_fn = LOSSES[objective]
+    model = nn.Sequential(encoder, head)
+    distributed = dist.is_available() and dist.is_initialized()
+    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+    wrapped = nn.parallel.DistributedDataParallel(model) if distributed else model
+    opt = torch.optim.Adam(wrapped.parameters(), lr=lr, weight_decay=1e-5)
+    gen = torch.Generator().manual_seed(seed)
+    aug_gen = torch.Generator().manual_seed(seed + 1 + rank)
+    if on_epoch_end is not None:
+        on_epoch_end(encoder, 0)
+    history = []
+    bar = tqdm(range(1, epochs + 1), desc=f"SSL {objective}", disable=not progress or rank != 0)
+    for epoch in bar:
+        wrapped.train()
+        perm = torch.randperm(n_samples, generator=gen)[rank::world]  # same perm on all ranks
+        losses = []
+        n_batches = max(1, n_samples // world // batch_size)  # equal on every rank (DDP)
+        for b in range(n_batches):
+            idx = perm[b * batch_size : (b + 1) * batch_size]
+            if len(idx) < 2:
+                continue
+            v1, v2 = views(idx, aug_gen)
+            loss = loss_fn(wrapped(v1), wrapped(v2))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        history.append(sum(losses) / max(len(losses), 1))
+        bar.set_postfix(loss=f"{history[-1]:.3f}")
+        if on_epoch_end is not None:
+            on_epoch_end(encoder, epoch)
+    return history

@@ -1,0 +1,72 @@
+import pytest
+import torch
+
+from icml26.cdnv import class_stats, fewshot_bound, ncc_fewshot_error, pairwise_bound
+
+
+def classes(C=5, d=10, n=600, spread=1.2, seed=0, heavy=False):
+    g = torch.Generator().manual_seed(seed)
+    means = spread * torch.randn(C, d, generator=g, dtype=torch.float64)
+    scales = torch.linspace(0.3, 1.2, d, dtype=torch.float64)
+    noise = torch.randn(C * n, d, generator=g, dtype=torch.float64)
+    if heavy:  # Student-t(5) noise: a real fourth-moment term
+        chi = torch.distributions.Chi2(torch.tensor(5.0)).sample((C * n, 1)).double()
+        noise = noise / (chi / 5).sqrt()
+    x = means.repeat_interleave(n, 0) + scales * noise
+    return x, torch.arange(C).repeat_interleave(n)
+
+
+@pytest.mark.parametrize("heavy", [False, True])
+@pytest.mark.parametrize("spread", [0.8, 2.0])
+def test_bound_is_above_the_empirical_error_for_every_m(heavy, spread):
+    x, y = classes(spread=spread, heavy=heavy)
+    st = class_stats(x, y)
+    shots = [1, 2, 5, 10, 20]
+    for ways in (2, 5):
+        errs = ncc_fewshot_error(x, y, shots, episodes=60, ways=ways, queries=50)
+        bounds = fewshot_bound(st, shots, ways=ways)
+        for m, e, b in zip(shots, errs, bounds, strict=True):
+            assert b >= e, f"{ways}-way, m={m}: bound {b:.4f} < error {e:.4f}"
+
+
+def test_bound_decreases_with_shots_to_the_directional_limit():
+    x, y = classes(spread=3.0)
+    st = class_stats(x, y)
+    b = fewshot_bound(st, [1, 5, 50, 5000], ways=2)
+    assert b[0] > b[1] > b[2] > b[3]
+    # As m grows, each pair tends to 4 u^T Sigma_i u / d2 / (1 + that) (Cantelli, leading term).
+    P = pairwise_bound(st, 10**8)
+    d2 = (st.means[0] - st.means[1]).pow(2).sum()
+    lead = 4 * st.directional()[0, 1] / d2**2
+    assert P[0, 1].item() == pytest.approx((lead / (1 + lead)).item(), rel=1e-4)
+
+
+def test_far_apart_classes_have_a_small_bound_above_the_error():
+    # Far-apart classes: the bound is small, and the error smaller still.
+    x, y = classes(C=2, spread=6.0)
+    st = class_stats(x, y)
+    assert fewshot_bound(st, 5) < 0.05
+    assert ncc_fewshot_error(x, y, 5, episodes=50) <= fewshot_bound(st, 5)
+
+
+def test_ncc_error_on_separable_and_inseparable_data():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 2, generator=g)
+    y = torch.arange(2).repeat_interleave(200)
+    assert ncc_fewshot_error(x + 100 * y[:, None], y, 3, episodes=20) == 0.0
+    chance = ncc_fewshot_error(x, y, 5, episodes=200)
+    assert 0.4 < chance < 0.6
+
+
+def test_bad_arguments():
+    x, y = classes(C=3, n=10)
+    with pytest.raises(ValueError, match="shots"):
+        ncc_fewshot_error(x, y, 0)
+    with pytest.raises(ValueError, match="class 0 has 10 samples"):
+        ncc_fewshot_error(x, y, 10)
+    with pytest.raises(ValueError, match="ways"):
+        ncc_fewshot_error(x, y, 2, ways=5)
+    with pytest.raises(ValueError, match="shots"):
+        fewshot_bound(class_stats(x, y), 0)
+    with pytest.raises(ValueError, match="ways"):
+        fewshot_bound(class_stats(x, y), 2, ways=1)

@@ -1,0 +1,50 @@
+import json
+
+import numpy as np
+import torch
+
+from icml26.testing import run_cli, validate_results
+
+
+def test_help():
+    out = run_cli("icml26.cdnv", ["--help"])
+    assert "demo" in out.stdout and "measure" in out.stdout
+
+
+def test_quick_demo_writes_valid_results(tmp_path):
+    run_cli("icml26.cdnv", ["demo", "--quick", "--out", str(tmp_path)])
+    results = validate_results(tmp_path / "results.json")
+    assert results["package"] == "icml26-cdnv"
+    for png in ("dynamics.png", "fewshot_bound.png", "decision_axes.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
+    claims = results["claims"]
+    n_ok = sum(claims.values())
+    expected = "reproduced" if n_ok == len(claims) else "not reproduced" if n_ok == 0 else "partly"
+    assert results["verdict"] == expected
+    # The bound must hold wherever it was evaluated.
+    for table in results["fewshot"].values():
+        for t in table.values():
+            assert all(b >= e for e, b in zip(t["error"], t["bound"], strict=True))
+
+
+def test_measure_saved_features(tmp_path):
+    g = np.random.default_rng(0)
+    feats = np.concatenate([g.normal(3 * c, 1.0, (50, 4)) for c in range(3)])
+    labels = np.repeat(np.arange(3), 50)
+    path = tmp_path / "f.npz"
+    np.savez(path, features=feats, labels=labels)
+    out = run_cli("icml26.cdnv", ["measure", str(path), "--shots", "1", "5", "--episodes", "10"])
+    values = json.loads(out.stdout)
+    assert values["classes"] == 3 and 0 < values["V~"] < values["V"]
+
+
+def test_measure_rejects_bad_files(tmp_path):
+    missing = run_cli("icml26.cdnv", ["measure", str(tmp_path / "nope.npz")], check=False)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    path = tmp_path / "bad.npz"
+    np.savez(path, features=np.zeros((4, 2)))
+    lacking = run_cli("icml26.cdnv", ["measure", str(path)], check=False)
+    assert lacking.returncode == 2 and "labels" in lacking.stderr
+    torch.save({"x": 1}, tmp_path / "pickle.npz")
+    pickled = run_cli("icml26.cdnv", ["measure", str(tmp_path / "pickle.npz")], check=False)
+    assert pickled.returncode == 2

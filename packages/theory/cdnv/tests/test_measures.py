@@ -1,0 +1,167 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from icml26.cdnv import (
+    StreamingClassStats,
+    cdnv,
+    class_stats,
+    decision_axis_cosines,
+    directional_cdnv,
+)
+from icml26.testing import assert_close
+
+
+def gaussian_classes(C=4, d=12, n=3000, spread=3.0, scales=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    means = spread * torch.randn(C, d, generator=g, dtype=torch.float64)
+    scales = torch.ones(d, dtype=torch.float64) if scales is None else scales
+    x = torch.cat(
+        [means[c] + scales * torch.randn(n, d, generator=g, dtype=torch.float64) for c in range(C)]
+    )
+    return x, torch.arange(C).repeat_interleave(n), means
+
+
+def test_isotropic_classes_have_directional_cdnv_v_over_d():
+    d = 16
+    x, y, _ = gaussian_classes(d=d, n=20000)
+    st = class_stats(x, y)
+    V, Vt = cdnv(st), directional_cdnv(st)
+    assert_close(Vt.matrix, V.matrix / d, atol=0, rtol=0.05)
+    assert Vt.mean == pytest.approx(V.mean / d, rel=0.03)
+
+
+def test_anisotropic_classes_match_the_population_values():
+    d = 6
+    scales = torch.linspace(0.2, 2.0, d, dtype=torch.float64)
+    x, y, means = gaussian_classes(C=3, d=d, n=40000, scales=scales)
+    st = class_stats(x, y)
+    Sigma = torch.diag(scales**2)
+    for i, j in [(0, 1), (1, 2), (0, 2)]:
+        delta = means[i] - means[j]
+        d2 = delta @ delta
+        u = delta / d2.sqrt()
+        assert cdnv(st).matrix[i, j].item() == pytest.approx(
+            (2 * Sigma.trace() / d2).item(), rel=0.03
+        )
+        expected = (2 * u @ Sigma @ u / d2).item()
+        assert directional_cdnv(st).matrix[i, j].item() == pytest.approx(expected, rel=0.03)
+
+
+def test_mean_convention_halves():
+    x, y, _ = gaussian_classes()
+    st = class_stats(x, y)
+    assert cdnv(st, "mean").mean == pytest.approx(cdnv(st).mean / 2)
+    assert directional_cdnv(st, "mean").mean == pytest.approx(directional_cdnv(st).mean / 2)
+    with pytest.raises(ValueError, match="convention"):
+        cdnv(st, "half")
+
+
+def test_invariant_to_global_scale_and_rotation():
+    x, y, _ = gaussian_classes(C=3, d=8, scales=torch.linspace(0.5, 1.5, 8, dtype=torch.float64))
+    Q, _ = torch.linalg.qr(torch.randn(8, 8, dtype=torch.float64))
+    base = class_stats(x, y)
+    moved = class_stats(7.5 * x @ Q + 3.0, y)
+    for f in (cdnv, directional_cdnv):
+        assert_close(f(moved).matrix, f(base).matrix, atol=1e-10, rtol=1e-8)
+
+
+def test_streaming_equals_batch_and_accepts_numpy_chunks():
+    x, y, _ = gaussian_classes(C=5, d=10, n=700)
+    perm = torch.randperm(len(x))
+    x, y = x[perm], y[perm]
+    batch = class_stats(x, y, chunk_size=len(x))
+    acc = StreamingClassStats(flush_rows=64)
+    for i in range(0, len(x), 333):
+        acc.update(x[i : i + 333].numpy(), y[i : i + 333].numpy())
+    stream = acc.finalize()
+    for field in ("means", "total_variance", "frob_sq", "mean_quadratic", "fourth", "covs"):
+        assert_close(
+            getattr(stream, field), getattr(batch, field), atol=1e-9, rtol=1e-9, name=field
+        )
+    direct = torch.stack([torch.cov(x[y == c].T, correction=0) for c in range(5)])
+    assert_close(batch.covs, direct, atol=1e-10, rtol=1e-8)
+    centred = [x[y == c] - x[y == c].mean(0) for c in range(5)]
+    fourth = torch.stack([z.pow(2).sum(1).var(correction=0) for z in centred])
+    assert_close(batch.fourth, fourth, atol=1e-8, rtol=1e-8)
+    # An iterable of chunks works too.
+    from icml26.cdnv.stats import chunks
+
+    assert_close(class_stats(chunks(x, y, 100)).means, batch.means)
+
+
+def test_wide_features_use_float32_second_moments_within_tolerance():
+    x, y, _ = gaussian_classes(C=3, d=300, n=500, spread=1.0)
+    st = class_stats(x, y)
+    direct = torch.stack([torch.cov(x[y == c].T, correction=0) for c in range(3)])
+    assert_close(st.total_variance, direct.diagonal(dim1=1, dim2=2).sum(1), atol=1e-6, rtol=1e-5)
+
+
+def test_cross_fitting_removes_the_distance_inflation():
+    # Few samples, large variance: plug-in ||Delta||^2 is inflated by ~ tr Sigma (2/n), so the
+    # plug-in V is biased low; cross-fitting is unbiased for ||Delta||^2.
+    d, n, reps = 50, 20, 200
+    plug, cross, truth = [], [], []
+    for r in range(reps):
+        x, y, means = gaussian_classes(C=2, d=d, n=n, spread=0.3, seed=r)
+        st = class_stats(x, y)
+        d2 = (means[0] - means[1]).pow(2).sum().item()
+        truth.append(2 * d / d2)
+        plug.append(1 / cdnv(st).matrix[0, 1].item())
+        try:
+            cross.append(1 / cdnv(st, cross_fit=True).matrix[0, 1].item())
+        except ValueError:
+            cross.append(0.0)  # a non-positive cross-fitted distance: counts as 1/V = 0
+    inv_truth = np.mean([1 / t for t in truth])
+    assert np.mean(plug) > 1.5 * inv_truth  # inflated
+    assert np.mean(cross) == pytest.approx(inv_truth, rel=0.25)
+
+
+def test_identical_means_are_a_clear_error():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 3, generator=g, dtype=torch.float64)
+    x = torch.cat([x, x])  # class 1 is an exact copy of class 0: identical means
+    y = torch.arange(2).repeat_interleave(200)
+    st = class_stats(x, y)
+    for f in (cdnv, directional_cdnv):
+        with pytest.raises(ValueError, match="classes 0 and 1: identical means"):
+            f(st)
+
+
+def test_single_sample_class_is_rejected():
+    x = torch.randn(7, 3, dtype=torch.float64)
+    y = torch.tensor([0, 0, 0, 1, 1, 1, 2])
+    with pytest.raises(ValueError, match="class 2 has a single sample"):
+        cdnv(class_stats(x, y))
+
+
+@pytest.mark.parametrize(
+    "features,labels,match",
+    [
+        (torch.randn(5, 3), torch.zeros(4), "rows"),
+        (torch.randn(5), torch.zeros(5), "dimension"),
+        (torch.full((4, 2), math.nan), torch.zeros(4), "NaN"),
+        (torch.randn(4, 2), torch.tensor([0.5, 1, 1, 0]), "integers"),
+        (torch.empty(0, 3), torch.empty(0), "empty"),
+    ],
+)
+def test_bad_input(features, labels, match):
+    with pytest.raises(ValueError, match=match):
+        class_stats(features, labels)
+
+
+def test_decision_axis_cosines():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randint(0, 2, (5000, 3), generator=g)
+    x = torch.cat([z.double() * 2 - 1, torch.zeros(5000, 2)], 1) + 0.1 * torch.randn(
+        5000, 5, generator=g
+    )
+    C = decision_axis_cosines(x, z)
+    assert_close(torch.diagonal(C), torch.ones(3, dtype=torch.float64))
+    assert C[~torch.eye(3, dtype=bool)].max() < 0.1  # axis-aligned tasks: orthogonal axes
+    mixed = x[:, :1] + x[:, 1:2]
+    assert decision_axis_cosines(mixed, z[:, :2])[0, 1] > 0.99  # one axis for both: |cos| = 1
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        decision_axis_cosines(x, torch.zeros(5000, 1))

@@ -1,0 +1,94 @@
+import pytest
+import torch
+
+from icml26.cdnv import (
+    CDNVMonitor,
+    ImageAugment,
+    MLPEncoder,
+    MultitaskGenerator,
+    barlow_twins_loss,
+    load_digits_images,
+    projector,
+    simclr_loss,
+    train_ssl,
+    vicreg_loss,
+)
+from icml26.testing import run_distributed
+
+
+@pytest.mark.parametrize("loss", [simclr_loss, vicreg_loss, barlow_twins_loss])
+def test_losses_prefer_aligned_views(loss):
+    z = torch.randn(64, 16)
+    aligned = loss(z, z + 0.01 * torch.randn_like(z))
+    unrelated = loss(z, torch.randn(64, 16))
+    assert aligned < unrelated
+    assert torch.isfinite(aligned)
+
+
+def test_augment_keeps_shape_and_changes_pixels():
+    x, _ = load_digits_images()
+    aug = ImageAugment()
+    out = aug(x[:32], torch.Generator().manual_seed(0))
+    assert out.shape == x[:32].shape
+    assert not torch.allclose(out, x[:32])
+
+
+def test_ssl_training_lowers_the_loss_and_the_monitor_records():
+    x, y = load_digits_images()
+    x, y = x[:400], y[:400]
+    aug = ImageAugment()
+    monitor = CDNVMonitor(x, y, shots=(1, 5), episodes=5)
+
+    def views(idx, gen):
+        return aug(x[idx], gen), aug(x[idx], gen)
+
+    torch.manual_seed(0)
+    enc = MLPEncoder(64, 64, 16)
+    losses = train_ssl(
+        enc,
+        projector(16, 64, 32),
+        views,
+        len(x),
+        "vicreg",
+        epochs=6,
+        batch_size=64,
+        on_epoch_end=monitor,
+        progress=False,
+    )
+    assert losses[-1] < losses[0]
+    assert [r["epoch"] for r in monitor.history] == list(range(7))
+    row = monitor.history[-1]
+    assert 0 < row["V~"] < row["V"]
+    assert 0 <= row["5-shot error"] <= row["5-shot bound"] <= 1
+    with pytest.raises(ValueError, match="objective"):
+        train_ssl(enc, projector(16), views, len(x), "byol", epochs=1)
+
+
+def test_multitask_generator_labelings_are_independent_and_balanced():
+    g = MultitaskGenerator(k=4, seed=0)
+    x, z = g.sample(8000, seed=1)
+    assert x.shape == (8000, g.dim) and z.shape == (8000, 4)
+    assert torch.allclose(z.float().mean(0), torch.full((4,), 0.5), atol=0.03)
+    corr = torch.corrcoef(z.float().T)
+    assert corr[~torch.eye(4, dtype=bool)].abs().max() < 0.05
+
+
+def _ddp_ssl(epochs: int):
+    torch.manual_seed(0)
+    x, _ = load_digits_images()
+    x = x[:256]
+    aug = ImageAugment()
+
+    def views(idx, gen):
+        return aug(x[idx], gen), aug(x[idx], gen)
+
+    enc = MLPEncoder(64, 32, 8)
+    train_ssl(enc, projector(8, 32, 16), views, len(x), "simclr", epochs, 32, progress=False)
+    return [p.detach().clone() for p in enc.parameters()]
+
+
+@pytest.mark.distributed
+def test_ssl_training_runs_under_two_gloo_ranks_with_identical_weights():
+    ranks = run_distributed(_ddp_ssl, 2, world_size=2)
+    for a, b in zip(ranks[0], ranks[1], strict=True):
+        assert torch.equal(a, b)
