@@ -44,9 +44,14 @@ class Row:
         return self.failed == 0 and not self.note.startswith("FAIL")
 
 
+# `uv run tools/ci.py` runs this script in its own environment; the members' runs must not
+# inherit it (uv would warn that it does not match the workspace's .venv).
+ENV = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+
+
 def run(cmd: list[str], **kw) -> int:
     print(f"\n$ {' '.join(cmd)}", flush=True)
-    return subprocess.run(cmd, cwd=ROOT, **kw).returncode
+    return subprocess.run(cmd, cwd=ROOT, env=ENV, **kw).returncode
 
 
 def pytest_row(name: str, cmd: list[str]) -> Row:

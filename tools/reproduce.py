@@ -62,7 +62,8 @@ def run_demo(m: Member, full: bool) -> dict:
     ]
     print(f"\n$ {' '.join(cmd)}", flush=True)
     start = time.perf_counter()
-    code = subprocess.run(cmd, cwd=ROOT).returncode
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    code = subprocess.run(cmd, cwd=ROOT, env=env).returncode
     seconds = time.perf_counter() - start
     path = out / "results.json"
     if code != 0 or not path.exists():

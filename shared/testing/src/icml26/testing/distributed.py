@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,12 +74,16 @@ def _worker(rank, world_size, port, fn_ref, args, kwargs, out_dir, init, backend
         payload = ("ok", _resolve(fn_ref)(*args, **kwargs))
     except BaseException:
         payload = ("error", traceback.format_exc())
-    finally:
-        if init and dist.is_initialized():
-            dist.destroy_process_group()
-    # These files are written and read by this helper alone, within one test run.
+    # The result goes to disk before the process group is torn down, so a teardown problem
+    # cannot lose it. These files are written and read by this helper alone, in one test run.
     with open(result_path, "wb") as f:
         pickle.dump(payload, f)
+    if init and dist.is_initialized():
+        if payload[0] == "ok":
+            # Every rank is done communicating before any tears down: gloo aborts a process
+            # whose peer disappears mid-teardown.
+            dist.barrier()
+        dist.destroy_process_group()
 
 
 def run_distributed(
@@ -107,19 +112,29 @@ def run_distributed(
             start_method="spawn",
         )
         deadline = time.monotonic() + timeout
-        while not ctx.join(timeout=1.0):
-            if time.monotonic() > deadline:
-                for p in ctx.processes:
-                    p.kill()
-                raise TimeoutError(f"distributed run did not finish within {timeout} s")
+        exit_problem = None
+        try:
+            while not ctx.join(timeout=1.0):
+                if time.monotonic() > deadline:
+                    for p in ctx.processes:
+                        p.kill()
+                    raise TimeoutError(f"distributed run did not finish within {timeout} s")
+        except mp.ProcessExitedException as e:
+            exit_problem = e  # judged below: did every rank finish its work first?
         results = []
         for rank in range(world_size):
             path = Path(out_dir) / f"rank{rank}.pkl"
             if not path.exists():
-                raise RuntimeError(f"rank {rank} exited without a result")
+                raise RuntimeError(f"rank {rank} exited without a result ({exit_problem})")
             with open(path, "rb") as f:
                 status, value = pickle.load(f)  # written by _worker above, same run
             if status == "error":
                 raise RuntimeError(f"rank {rank} failed:\n{value}")
             results.append(value)
+        if exit_problem is not None:
+            warnings.warn(
+                f"every rank returned its result, but a process died in teardown: {exit_problem}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return results
