@@ -35,7 +35,8 @@ def _best_mean(errs: dict, family: str) -> float:
     return min(v["mean"] for k, v in errs.items() if k.startswith(family + " "))
 
 
-def plot_error_vs_T(results: dict, horizons: list[int], path: Path) -> None:
+def _grid(results: dict):
+    """One panel per (sampling, omega): rows are samplings, columns omegas."""
     samplings = list(results)
     omegas = list(results[samplings[0]])
     fig, axes = plt.subplots(
@@ -45,6 +46,11 @@ def plot_error_vs_T(results: dict, horizons: list[int], path: Path) -> None:
         squeeze=False,
         sharex=True,
     )
+    return samplings, omegas, fig, axes
+
+
+def plot_error_vs_T(results: dict, horizons: list[int], path: Path) -> None:
+    samplings, omegas, fig, axes = _grid(results)
     for i, s in enumerate(samplings):
         for j, o in enumerate(omegas):
             ax = axes[i, j]
@@ -70,15 +76,7 @@ def plot_error_vs_T(results: dict, horizons: list[int], path: Path) -> None:
 
 
 def plot_eta0_sweep(results: dict, eta0_grid, T: int, path: Path) -> None:
-    samplings = list(results)
-    omegas = list(results[samplings[0]])
-    fig, axes = plt.subplots(
-        len(samplings),
-        len(omegas),
-        figsize=(4.2 * len(omegas), 3.6 * len(samplings)),
-        squeeze=False,
-        sharex=True,
-    )
+    samplings, omegas, fig, axes = _grid(results)
     fams = ["exponential", "constant", "1/sqrt(t)", "tail-avg constant"]
     for i, s in enumerate(samplings):
         for j, o in enumerate(omegas):
