@@ -1,0 +1,86 @@
+"""Sample-quality and path metrics: multi-bandwidth MMD, sliced Wasserstein-2, straightness, and
+a Fréchet distance on a small in-package classifier's features (a proxy: no Inception weights
+are available offline)."""
+
+import itertools
+
+import torch
+from torch import nn
+
+
+def mmd(x: torch.Tensor, y: torch.Tensor, bandwidths=(0.1, 0.2, 0.5, 1.0, 2.0, 5.0)) -> float:
+    """Unbiased squared MMD with a sum of RBF kernels; bandwidths are multiples of the median
+    pairwise distance of y (so the number is scale-free)."""
+    x, y = x.flatten(1).double(), y.flatten(1).double()
+    dyy = torch.cdist(y, y)
+    med = dyy[dyy > 0].median()
+    dxx, dxy = torch.cdist(x, x), torch.cdist(x, y)
+
+    def k(d):
+        return sum(torch.exp(-(d**2) / (2 * (b * med) ** 2)) for b in bandwidths)
+
+    n, m = len(x), len(y)
+    kxx = (k(dxx).sum() - k(torch.zeros(())) * n) / (n * (n - 1))
+    kyy = (k(dyy).sum() - k(torch.zeros(())) * m) / (m * (m - 1))
+    return (kxx + kyy - 2 * k(dxy).mean()).item()
+
+
+def sliced_w2(x: torch.Tensor, y: torch.Tensor, projections: int = 256, seed: int = 0) -> float:
+    """Sliced Wasserstein-2 over random directions (equal sample sizes are subsampled)."""
+    x, y = x.flatten(1).double(), y.flatten(1).double()
+    n = min(len(x), len(y))
+    g = torch.Generator().manual_seed(seed)
+    x, y = x[torch.randperm(len(x), generator=g)[:n]], y[torch.randperm(len(y), generator=g)[:n]]
+    dirs = torch.randn(x.shape[1], projections, generator=g, dtype=torch.float64)
+    dirs = dirs / dirs.norm(dim=0, keepdim=True)
+    px, py = (x @ dirs).sort(0).values, (y @ dirs).sort(0).values
+    return (px - py).pow(2).mean().sqrt().item()
+
+
+def straightness(trajectory: list[torch.Tensor]) -> float:
+    """Mean over samples of path length / chord: 1 for straight paths."""
+    steps = torch.stack([b - a for a, b in itertools.pairwise(trajectory)])
+    length = steps.flatten(2).norm(dim=2).sum(0)
+    chord = (trajectory[-1] - trajectory[0]).flatten(1).norm(dim=1).clamp_min(1e-12)
+    return (length / chord).mean().item()
+
+
+class FeatureNet(nn.Module):
+    """A small MLP classifier whose penultimate layer gives the features of the Fréchet proxy."""
+
+    def __init__(self, in_dim: int, classes: int, width: int = 128):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Flatten(), nn.Linear(in_dim, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU()
+        )
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def train_feature_net(
+    x: torch.Tensor, y: torch.Tensor, epochs: int = 30, seed: int = 0
+) -> FeatureNet:
+    torch.manual_seed(seed)
+    net = FeatureNet(x[0].numel(), int(y.max()) + 1)
+    opt = torch.optim.Adam(net.parameters(), lr=2e-3)
+    for _ in range(epochs):
+        for idx in torch.randperm(len(x)).split(128):
+            loss = nn.functional.cross_entropy(net(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return net.eval()
+
+
+@torch.no_grad()
+def frechet_distance(net: FeatureNet, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Fréchet distance between Gaussian fits of the classifier features of x and y."""
+    fx, fy = net.body(x).double(), net.body(y).double()
+    mx, my = fx.mean(0), fy.mean(0)
+    cx, cy = torch.cov(fx.T), torch.cov(fy.T)
+    ex, vx = torch.linalg.eigh(cx)
+    sx = vx @ torch.diag(ex.clamp_min(0).sqrt()) @ vx.T
+    cross = torch.linalg.eigvalsh(sx @ cy @ sx).clamp_min(0).sqrt().sum()
+    return ((mx - my).pow(2).sum() + cx.trace() + cy.trace() - 2 * cross).item()

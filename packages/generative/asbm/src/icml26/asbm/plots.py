@@ -1,0 +1,78 @@
+"""The demo's figures: quality vs sampling steps, and sample grids."""
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+def _save(fig, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    os.close(fd)
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def plot_quality(problems: dict, path: Path) -> None:
+    fig, axes = plt.subplots(2, len(problems), figsize=(5.5 * len(problems), 7), squeeze=False)
+    for j, (name, p) in enumerate(problems.items()):
+        for i, (label, rows) in enumerate(p["metrics"].items()):
+            steps = sorted(rows)
+            style = dict(marker="o", color=f"C{i}", label=label)
+            if len(steps) == 1:
+                axes[0, j].scatter(
+                    steps,
+                    [rows[s]["mmd"] for s in steps],
+                    marker="*",
+                    s=120,
+                    color=f"C{i}",
+                    label=label,
+                    zorder=3,
+                )
+                continue
+            axes[0, j].plot(steps, [max(rows[s]["mmd"], 1e-5) for s in steps], **style)
+            axes[1, j].plot(steps, [rows[s]["straightness"] for s in steps], **style)
+        axes[0, j].set(
+            xscale="log",
+            yscale="log",
+            title=f"{name}: MMD vs sampling steps",
+            xlabel="steps (network evaluations)",
+        )
+        axes[1, j].set(xscale="log", title=f"{name}: path length / chord", xlabel="steps")
+        for ax in axes[:, j]:
+            ax.grid(alpha=0.3, which="both")
+    axes[0, 0].legend(fontsize=8)
+    fig.subplots_adjust(hspace=0.35)
+    _save(fig, path)
+
+
+def plot_samples(grids: dict, path: Path) -> None:
+    names = list(grids)
+    first = grids[names[0]]
+    if first.dim() == 2:  # 2-D points
+        fig, axes = plt.subplots(
+            1, len(names), figsize=(3 * len(names), 3), sharex=True, sharey=True
+        )
+        for ax, n in zip(axes, names, strict=True):
+            pts = grids[n].detach()
+            ax.scatter(pts[:, 0], pts[:, 1], s=4)
+            ax.set_title(n, fontsize=9)
+            ax.set_aspect("equal")
+        _save(fig, path)
+        return
+    fig, axes = plt.subplots(1, len(names), figsize=(2.6 * len(names), 2.8))
+    for ax, n in zip(axes, names, strict=True):
+        imgs = grids[n][:36].detach().clamp(-1, 1)
+        k = int(math.sqrt(len(imgs)))
+        h, w = imgs.shape[-2:]
+        tile = imgs[: k * k].view(k, k, h, w).permute(0, 2, 1, 3).reshape(k * h, k * w)
+        ax.imshow(tile.numpy(), cmap="gray", vmin=-1, vmax=1)
+        ax.set_title(n, fontsize=9)
+        ax.axis("off")
+    _save(fig, path)

@@ -1,0 +1,157 @@
+"""Reference SDEs ``dX = f_t(X) dt + g_t dW`` on t in [0, 1], linear in X, and their bridges.
+
+Both references have Gaussian transitions ``X_t | X_s ~ N(a(s, t) X_s, v(s, t) I)``:
+
+- ``BrownianSDE(sigma)``: f = 0, g = sigma; a = 1, v = sigma^2 (t - s).
+- ``VPSDE(beta_min, beta_max)``: f = -beta(t) x / 2, g = sqrt(beta(t)), beta linear in t;
+  a = exp(-B(s, t) / 2) with B the integral of beta, v = 1 - a^2. With a small beta_max the
+  process is NOT memoryless: X_1 still depends on X_0 (a(0, 1) stays well above 0).
+
+The bridge pinned at x0 (t = 0) and x1 (t = 1) is Gaussian at every t, with mean
+``A_t x0 + B_t x1`` and variance ``v_t`` (product of the forward and backward transitions):
+
+    v_t = 1 / (1 / v(0, t) + a(t, 1)^2 / v(t, 1)),
+    A_t = v_t a(0, t) / v(0, t),     B_t = v_t a(t, 1) / v(t, 1).
+
+The lean adjoint of a linear reference is transported by ``a(t, 1)`` (da/dt = -(df/dx)^T a), so
+the adjoint-matching target at time t is ``a(t, 1) a_1``.
+"""
+
+import torch
+
+EPS = 1e-4  # times are kept in [EPS, 1 - EPS] where a bridge variance would vanish
+
+
+class LinearSDE:
+    """Shared bridge algebra; subclasses give ``f``, ``g``, ``a(s, t)`` and ``v(s, t)``."""
+
+    def f(self, t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def g(self, t: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def a(self, s, t) -> torch.Tensor:
+        raise NotImplementedError
+
+    def v(self, s, t) -> torch.Tensor:
+        raise NotImplementedError
+
+    def bridge_coefficients(self, t: torch.Tensor):
+        """(A_t, B_t, v_t) of the bridge mean ``A_t x0 + B_t x1`` and variance, shape of t."""
+        t = torch.as_tensor(t, dtype=torch.float32).clamp(EPS, 1 - EPS)
+        zero, one = torch.zeros_like(t), torch.ones_like(t)
+        v0t, vt1 = self.v(zero, t), self.v(t, one)
+        a0t, at1 = self.a(zero, t), self.a(t, one)
+        vt = 1.0 / (1.0 / v0t + at1**2 / vt1)
+        return vt * a0t / v0t, vt * at1 / vt1, vt
+
+    def bridge_sample(self, x0, x1, t, noise=None) -> torch.Tensor:
+        """x_t from the reference bridge between x0 and x1: (B, ...) with t of shape (B,)."""
+        A, B, v = (c.view(-1, *([1] * (x0.dim() - 1))) for c in self.bridge_coefficients(t))
+        noise = torch.randn_like(x0) if noise is None else noise
+        return A * x0 + B * x1 + v.sqrt() * noise
+
+    def transfer(self, t: torch.Tensor) -> torch.Tensor:
+        """a(t, 1): carries the terminal adjoint a_1 back to time t (lean adjoint)."""
+        t = torch.as_tensor(t, dtype=torch.float32)
+        return self.a(t, torch.ones_like(t))
+
+    def grad_log_transition(self, x1: torch.Tensor, x0: torch.Tensor) -> torch.Tensor:
+        """``grad_{x1} log p_{1|0}(x1 | x0) = -(x1 - a(0,1) x0) / v(0,1)``."""
+        zero, one = torch.zeros(()), torch.ones(())
+        return -(x1 - self.a(zero, one) * x0) / self.v(zero, one)
+
+    def config(self) -> dict:
+        raise NotImplementedError
+
+
+class BrownianSDE(LinearSDE):
+    """``dX = sigma dW``: the Brownian reference (f = 0)."""
+
+    def __init__(self, sigma: float = 0.5):
+        if not sigma > 0:
+            raise ValueError(f"sigma must be positive, got {sigma}")
+        self.sigma = float(sigma)
+
+    def f(self, t, x):
+        return torch.zeros_like(x)
+
+    def g(self, t):
+        return torch.full_like(torch.as_tensor(t, dtype=torch.float32), self.sigma)
+
+    def a(self, s, t):
+        return torch.ones_like(torch.as_tensor(t, dtype=torch.float32))
+
+    def v(self, s, t):
+        return self.sigma**2 * (torch.as_tensor(t) - torch.as_tensor(s)).float()
+
+    def config(self) -> dict:
+        return {"kind": "brownian", "sigma": self.sigma}
+
+
+class VPSDE(LinearSDE):
+    """``dX = -beta(t) X / 2 dt + sqrt(beta(t)) dW``, beta linear from beta_min to beta_max."""
+
+    def __init__(self, beta_min: float = 0.1, beta_max: float = 2.0):
+        if not 0 <= beta_min <= beta_max or beta_max <= 0:
+            raise ValueError(
+                f"need 0 <= beta_min <= beta_max, beta_max > 0; got {beta_min}, {beta_max}"
+            )
+        self.beta_min, self.beta_max = float(beta_min), float(beta_max)
+
+    def beta(self, t):
+        return self.beta_min + torch.as_tensor(t, dtype=torch.float32) * (
+            self.beta_max - self.beta_min
+        )
+
+    def _B(self, s, t):  # integral of beta from s to t
+        s, t = torch.as_tensor(s, dtype=torch.float32), torch.as_tensor(t, dtype=torch.float32)
+        return self.beta_min * (t - s) + 0.5 * (self.beta_max - self.beta_min) * (t**2 - s**2)
+
+    def f(self, t, x):
+        b = (
+            self.beta(t).view(-1, *([1] * (x.dim() - 1)))
+            if torch.as_tensor(t).dim()
+            else self.beta(t)
+        )
+        return -0.5 * b * x
+
+    def g(self, t):
+        return self.beta(t).sqrt()
+
+    def a(self, s, t):
+        return torch.exp(-0.5 * self._B(s, t))
+
+    def v(self, s, t):
+        return -torch.expm1(-self._B(s, t))  # 1 - a^2, accurate for small B
+
+    def config(self) -> dict:
+        return {"kind": "vp", "beta_min": self.beta_min, "beta_max": self.beta_max}
+
+
+def sde_from_config(cfg: dict) -> LinearSDE:
+    kind = cfg.get("kind")
+    if kind == "brownian":
+        return BrownianSDE(cfg["sigma"])
+    if kind == "vp":
+        return VPSDE(cfg["beta_min"], cfg["beta_max"])
+    raise ValueError(f"unknown reference SDE kind {kind!r}")
+
+
+class GaussianEnergy:
+    """The prior ``nu ∝ exp(-E)``, ``E(x) = ||x||^2 / (2 s^2)``: N(0, s^2 I)."""
+
+    def __init__(self, scale: float = 1.0):
+        if not scale > 0:
+            raise ValueError(f"scale must be positive, got {scale}")
+        self.scale = float(scale)
+
+    def energy(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flatten(1).pow(2).sum(1) / (2 * self.scale**2)
+
+    def grad(self, x: torch.Tensor) -> torch.Tensor:
+        return x / self.scale**2
+
+    def sample(self, n: int, shape, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self.scale * torch.randn(n, *shape, generator=generator)

@@ -1,0 +1,25 @@
+from icml26.testing import run_cli, validate_results
+
+
+def test_help():
+    out = run_cli("icml26.asbm", ["--help"])
+    assert "demo" in out.stdout and "train" in out.stdout
+
+
+def test_quick_demo_writes_valid_results(tmp_path):
+    run_cli("icml26.asbm", ["demo", "--quick", "--out", str(tmp_path)])
+    results = validate_results(tmp_path / "results.json")
+    assert results["package"] == "icml26-asbm"
+    assert (tmp_path / "quality_vs_steps.png").stat().st_size > 10_000
+    assert (tmp_path / "samples_moons.png").stat().st_size > 5_000
+    claims = results["claims"]
+    n_ok = sum(claims.values())
+    expected = "reproduced" if n_ok == len(claims) else "not reproduced" if n_ok == 0 else "partly"
+    assert results["verdict"] == expected
+
+
+def test_bad_demo_argument(tmp_path):
+    out = run_cli(
+        "icml26.asbm", ["demo", "--quick", "--toy", "spiral", "--out", str(tmp_path)], check=False
+    )
+    assert out.returncode == 2 and "toy must be one of" in out.stderr
