@@ -1,0 +1,167 @@
+"""SANTA decode: the estimator's statistics on the reference, and the Triton kernel (through the
+interpreter) against the reference with the same seed."""
+
+import pytest
+import torch
+
+from icml26.kernels import Backend, triton_available
+from icml26.kernels.santa import (
+    MODES,
+    largest_remainder,
+    santa_decode,
+    santa_decode_reference,
+)
+from icml26.testing import assert_close, assert_unbiased, assert_variance_order
+
+
+def problem(B=1, Hq=4, Hkv=2, N=150, D=16, peak=2.0, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = peak * torch.randn(B, Hq, D, generator=g, dtype=dtype)
+    k = torch.randn(B, Hkv, N, D, generator=g, dtype=dtype)
+    v = torch.randn(B, Hkv, N, D, generator=g, dtype=dtype)
+    return q, k, v
+
+
+def dense(q, k, v):
+    group = q.shape[1] // k.shape[1]
+    kk, vv = k.repeat_interleave(group, 1).double(), v.repeat_interleave(group, 1).double()
+    p = torch.softmax(torch.einsum("bhd,bhnd->bhn", q.double(), kk) / q.shape[-1] ** 0.5, -1)
+    return torch.einsum("bhn,bhnd->bhd", p, vv)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_counts_sum_to_the_budget(mode):
+    q, k, v = problem()
+    S, block_n = 24, 32
+    _, counts = santa_decode_reference(q, k, v, S, mode, block_n, seed=3, return_counts=True)
+    assert torch.equal(counts, counts.round()) and (counts >= 0).all()
+    if mode == "tile_fixed":
+        per_tile = torch.nn.functional.pad(counts, (0, 160 - 150)).view(1, 4, 5, 32).sum(-1)
+        assert (per_tile == max(1, S // 5)).all()
+    else:
+        assert (counts.sum(-1) == S).all()
+
+
+@pytest.mark.parametrize("mode", ["iid", "systematic", "tile_fixed"])
+def test_unbiased_modes(mode):
+    q, k, v = problem(N=90)
+    outs = torch.stack(
+        [santa_decode_reference(q, k, v, 16, mode, 32, seed=s).out for s in range(1500)]
+    )
+    assert_unbiased(outs, dense(q, k, v), name=mode)
+
+
+def test_tile_prop_bias_is_small_but_there():
+    q, k, v = problem(N=90)
+    outs = torch.stack(
+        [santa_decode_reference(q, k, v, 16, "tile_prop", 32, seed=s).out for s in range(1500)]
+    )
+    err = (outs.mean(0) - dense(q, k, v)).abs().max().item()
+    assert err < 0.2  # the rounding of S_t only
+
+
+def test_systematic_has_lower_variance_than_iid_on_peaked_rows():
+    q, k, v = problem(N=120, peak=4.0)
+    target = dense(q, k, v)
+    sys_ = torch.stack(
+        [santa_decode_reference(q, k, v, 32, "systematic", seed=s).out for s in range(400)]
+    )
+    iid = torch.stack([santa_decode_reference(q, k, v, 32, "iid", seed=s).out for s in range(400)])
+    assert_variance_order(sys_, iid, target=target, names=("systematic", "iid"))
+
+
+def test_deterministic_for_a_seed_and_rows_read_is_the_group_union():
+    q, k, v = problem()
+    a, ca = santa_decode_reference(q, k, v, 20, "tile_prop", 32, seed=9, return_counts=True)
+    b = santa_decode_reference(q, k, v, 20, "tile_prop", 32, seed=9)
+    assert torch.equal(a.out, b.out)
+    union = (ca > 0).view(1, 2, 2, -1).any(2).sum(-1)
+    assert torch.equal(a.rows_read, union)
+    assert (a.rows_read <= 2 * 20).all()
+
+
+def test_bernoulli_scores_are_an_experimental_biased_option():
+    q, k, v = problem(N=60)
+    outs = torch.stack(
+        [
+            santa_decode_reference(q, k, v, 60, "systematic", 64, seed=s, bernoulli_scores=True).out
+            for s in range(300)
+        ]
+    )
+    assert torch.isfinite(outs).all()
+
+
+def test_largest_remainder():
+    w = torch.tensor([[5.0, 3.0, 2.0], [1.0, 1.0, 1.0]])
+    r = largest_remainder(w, 7)
+    assert r.sum(-1).tolist() == [7, 7]
+    assert r[0].tolist() == [4, 2, 1]  # shares 3.5, 2.1, 1.4: the 0.5 remainder wins
+
+
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        (dict(num_samples=0), "num_samples"),
+        (dict(mode="topk"), "mode"),
+        (
+            dict(
+                k=torch.zeros(1, 3, 10, 16, dtype=torch.float64),
+                v=torch.zeros(1, 3, 10, 16, dtype=torch.float64),
+            ),
+            "multiple",
+        ),
+        (dict(q=torch.full((1, 4, 16), float("nan"), dtype=torch.float64)), "NaN"),
+        (dict(v=torch.zeros(1, 2, 11, 16, dtype=torch.float64)), "same shape"),
+    ],
+)
+def test_bad_inputs(change, match):
+    q, k, v = problem(N=10)
+    args = dict(q=q, k=k, v=v, num_samples=4, mode="systematic")
+    args.update(change)
+    with pytest.raises(ValueError, match=match):
+        santa_decode_reference(**args)
+
+
+needs_triton = pytest.mark.skipif(not triton_available(), reason="Triton is not installed")
+
+
+@needs_triton
+@pytest.mark.parametrize("mode", ["systematic", "tile_fixed", "tile_prop"])
+@pytest.mark.parametrize("N,D", [(1, 16), (7, 17), (150, 24)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_triton_interpreter_matches_the_reference(monkeypatch, mode, N, D, dtype):
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    q, k, v = problem(B=2, N=N, D=D, dtype=dtype)
+    k = k.transpose(2, 3).contiguous().transpose(2, 3)  # non-contiguous view of the same values
+    got, gc = santa_decode(q, k, v, 12, mode, 32, seed=4, return_counts=True)
+    assert santa_decode.last_backend is Backend.TRITON
+    ref, rc = santa_decode_reference(q, k, v, 12, mode, 32, seed=4, return_counts=True)
+    assert torch.equal(gc, rc)
+    assert torch.equal(got.rows_read, ref.rows_read)
+    atol, rtol = santa_decode.tolerance(dtype)
+    assert_close(got.out, ref.out, atol=atol, rtol=rtol)
+
+
+@needs_triton
+def test_triton_path_rejects_non_power_of_two_tiles(monkeypatch):
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    q, k, v = problem(N=20)
+    with pytest.raises(ValueError, match="power of two"):
+        santa_decode(q, k, v, 4, "tile_fixed", 24)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cuda_kernel_matches_the_reference(monkeypatch, dtype):
+    monkeypatch.delenv("ICML26_KERNELS", raising=False)
+    q, k, v = (
+        t.to("cuda", dtype) for t in problem(B=2, Hq=8, Hkv=2, N=1000, D=64, dtype=torch.float32)
+    )
+    _, gc = santa_decode(q, k, v, 64, "tile_fixed", 64, seed=1, return_counts=True)
+    _, rc = santa_decode_reference(
+        q.cpu(), k.cpu(), v.cpu(), 64, "tile_fixed", 64, seed=1, return_counts=True
+    )
+    assert santa_decode.last_backend is Backend.TRITON
+    assert (gc.cpu() != rc).float().mean() < 0.01  # bf16 scores may move a count at a boundary
