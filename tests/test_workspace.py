@@ -27,7 +27,14 @@ def _meta(m):
 
 def test_every_expected_member_is_there():
     names = set(BY_NAME)
-    assert {"icml26-kernels", "icml26-testing", "icml26-td", "icml26-cdnv", "icml26-asbm"} <= names
+    assert {
+        "icml26-kernels",
+        "icml26-testing",
+        "icml26-td",
+        "icml26-cdnv",
+        "icml26-asbm",
+        "icml26-santa",
+    } <= names
 
 
 def test_no_namespace_init_anywhere():

