@@ -23,3 +23,33 @@ def test_bad_demo_argument(tmp_path):
         "icml26.asbm", ["demo", "--quick", "--toy", "spiral", "--out", str(tmp_path)], check=False
     )
     assert out.returncode == 2 and "toy must be one of" in out.stderr
+
+
+def test_train_then_evaluate(tmp_path):
+    ckpt = tmp_path / "model"
+    run_cli(
+        "icml26.asbm",
+        [
+            "train",
+            "--out",
+            str(ckpt),
+            "--rounds",
+            "1",
+            "--adjoint-steps",
+            "20",
+            "--corrector-steps",
+            "10",
+            "--bridge-steps",
+            "20",
+            "--sim-steps",
+            "3",
+        ],
+    )
+    out = run_cli(
+        "icml26.asbm", ["evaluate", "--checkpoint", str(ckpt), "--steps", "1", "2", "--n", "200"]
+    )
+    assert "MMD" in out.stdout
+    bad = run_cli(
+        "icml26.asbm", ["evaluate", "--checkpoint", str(ckpt), "--data", "digits"], check=False
+    )
+    assert bad.returncode == 2 and "shape" in bad.stderr

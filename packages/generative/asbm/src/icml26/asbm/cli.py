@@ -13,7 +13,7 @@ import tyro
 from icml26.asbm.asbm import ASBM
 from icml26.asbm.data import TOYS, digits
 from icml26.asbm.demo import DemoConfig, run_demo
-from icml26.asbm.metrics import mmd
+from icml26.asbm.metrics import mmd, sliced_w2
 from icml26.asbm.sde import VPSDE, BrownianSDE, GaussianEnergy
 
 
@@ -35,6 +35,8 @@ class TrainConfig:
     adjoint_steps: int = 600
     corrector_steps: int = 300
     bridge_steps: int = 2000
+    sim_steps: int = 30
+    """Euler-Maruyama steps of the forward SDE."""
     seed: int = 0
 
 
@@ -49,8 +51,9 @@ def run_train(cfg: TrainConfig) -> None:
         raise ValueError(f"reference must be 'brownian' or 'vp', got {cfg.reference!r}")
     sde = BrownianSDE(cfg.sigma) if cfg.reference == "brownian" else VPSDE(0.1, cfg.beta_max)
     torch.manual_seed(cfg.seed)
+    hidden = 512 if data.dim() > 2 else 256
     model = ASBM(
-        tuple(data.shape[1:]), sde, GaussianEnergy(1.0), hidden=512 if data.dim() > 2 else 256
+        tuple(data.shape[1:]), sde, GaussianEnergy(1.0), sim_steps=cfg.sim_steps, hidden=hidden
     )
     model.fit_forward(data, cfg.rounds, cfg.adjoint_steps, cfg.corrector_steps, seed=cfg.seed)
     model.fit_backward(data, cfg.bridge_steps, seed=cfg.seed)
@@ -59,15 +62,56 @@ def run_train(cfg: TrainConfig) -> None:
     print(f"saved {cfg.out}; 4-step MMD to the training data: {mmd(x, data[: len(x)]):.4f}")
 
 
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """Sample from a saved checkpoint and measure it against a bundled data set."""
+
+    checkpoint: Path = Path("runs/asbm/model")
+    """Directory written by `icml26-asbm train` (or ASBM.save_pretrained)."""
+    data: str = "moons"
+    """moons, 8gaussians, checkerboard or digits."""
+    steps: tuple[int, ...] = (1, 4, 32)
+    n: int = 1000
+    seed: int = 0
+
+
+def run_evaluate(cfg: EvaluateConfig) -> dict:
+    model = ASBM.from_pretrained(cfg.checkpoint)
+    if cfg.data == "digits":
+        data = digits()[0]
+    elif cfg.data in TOYS:
+        data = TOYS[cfg.data](cfg.n, seed=cfg.seed + 1)
+    else:
+        raise ValueError(f"data must be one of {[*TOYS, 'digits']}, got {cfg.data!r}")
+    if tuple(data.shape[1:]) != model.shape:
+        raise ValueError(
+            f"checkpoint samples have shape {model.shape}, data {cfg.data} has "
+            f"{tuple(data.shape[1:])}"
+        )
+    g = torch.Generator().manual_seed(cfg.seed)
+    ref = data[: cfg.n]
+    out = {}
+    for s in cfg.steps:
+        x = model.sample(len(ref), s, generator=g)
+        out[s] = {"mmd": mmd(x, ref), "sw2": sliced_w2(x, ref)}
+        print(f"steps {s:>3}: MMD {out[s]['mmd']:.4f}  sliced W2 {out[s]['sw2']:.4f}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     cfg = tyro.extras.subcommand_cli_from_dict(
-        {"demo": DemoConfig, "train": TrainConfig},
+        {"demo": DemoConfig, "train": TrainConfig, "evaluate": EvaluateConfig},
         prog="icml26-asbm",
         description="Adjoint Schrödinger Bridge Matching (arXiv 2602.15396).",
         args=sys.argv[1:] if argv is None else argv,
     )
     try:
-        run_demo(cfg) if isinstance(cfg, DemoConfig) else run_train(cfg)
+        if isinstance(cfg, DemoConfig):
+            run_demo(cfg)
+        elif isinstance(cfg, TrainConfig):
+            run_train(cfg)
+        else:
+            run_evaluate(cfg)
     except ValueError as e:
         print(f"icml26-asbm: error: {e}", file=sys.stderr)
         return 2
