@@ -100,7 +100,7 @@ def largest_remainder(weights: torch.Tensor, total: int) -> torch.Tensor:
 
 
 class TileStats(NamedTuple):
-    """Per (B, H_q, tile): max ``m``, sum of exponentials ``l``; and the tile count."""
+    """Per (B, H_q, tile): the max score ``m`` and ``l = sum exp(s - m)``."""
 
     m: torch.Tensor
     l: torch.Tensor

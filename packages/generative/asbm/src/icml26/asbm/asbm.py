@@ -28,7 +28,6 @@ One-step distillation: a generator regressed onto the ODE's endpoints.
 import json
 import os
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -417,6 +416,3 @@ def build_net(spec: dict) -> nn.Module:
     if kind == "unet":
         return TinyUNet(**kwargs)
     raise ValueError(f"unknown network kind {kind!r}")
-
-
-Sampler = Callable[..., torch.Tensor]

@@ -11,12 +11,8 @@ cosines between labelings; a training monitor; SimCLR / VICReg / Barlow Twins tr
 offline images and a synthetic multitask generator for the demo.
 """
 
-from icml26.cdnv.bound import (
-    decision_axis_cosines,
-    fewshot_bound,
-    ncc_fewshot_error,
-    pairwise_bound,
-)
+from icml26.cdnv.axes import decision_axis_cosines
+from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error, pairwise_bound
 from icml26.cdnv.callback import CDNVMonitor
 from icml26.cdnv.data import MultitaskGenerator, load_digits_images, load_mnist_images
 from icml26.cdnv.measures import PairwiseCDNV, cdnv, directional_cdnv

@@ -21,7 +21,8 @@ from typing import Literal
 import torch
 from tqdm.auto import tqdm
 
-from icml26.cdnv.bound import decision_axis_cosines, fewshot_bound, ncc_fewshot_error
+from icml26.cdnv.axes import decision_axis_cosines
+from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.callback import CDNVMonitor
 from icml26.cdnv.data import (
     MultitaskGenerator,
