@@ -157,3 +157,14 @@ def test_numpy_is_seeded_too(seed):
     a = np.random.rand()  # noqa: NPY002 -- checking the legacy global generator on purpose
     np.random.seed(seed)  # noqa: NPY002
     assert a == np.random.rand()  # noqa: NPY002
+
+
+def test_run_readme_snippets(tmp_path):
+    from icml26.testing import run_readme_snippets
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n```python\na = 2\n```\ntext\n```python\nb = a * 3\n```\n")
+    assert run_readme_snippets(readme, cwd=tmp_path)["b"] == 6
+    (tmp_path / "EMPTY.md").write_text("# nothing\n")
+    with pytest.raises(AssertionError, match="no ```python"):
+        run_readme_snippets(tmp_path / "EMPTY.md")

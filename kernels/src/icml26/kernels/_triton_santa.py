@@ -17,9 +17,10 @@ import triton.language as tl
 
 from icml26.kernels.santa import (
     SantaOutput,
+    TileStats,
     check_santa_inputs,
-    largest_remainder,
     offsets,
+    plan_from_tile_stats,
     santa_decode_reference,
     ternary_queries,
 )
@@ -180,20 +181,12 @@ def santa_decode_triton(
     if mode == "tile_fixed":
         s_t = max(1, num_samples // T)
         out_t, m, l, cnt = _launch(q, k, v, a0, None, None, block_n, scale, s_t, False, True, True)
-        W = torch.exp(m - m.amax(-1, keepdim=True)) * l
-        out = (W[..., None] * out_t).sum(-2) / (W.sum(-1)[..., None] * s_t)
+        _, _, budget, W, Z = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
+        out = (W[..., None] * out_t / (Z[..., None] * budget[..., None])).sum(-2)
     else:
+        # Statistics pass, then the same plan the reference builds from the same tile stats.
         _, m, l, _ = _launch(q, k, v, None, None, None, block_n, scale, 0, True, False, False)
-        m_star = m.amax(-1, keepdim=True)
-        W = torch.exp(m - m_star) * l
-        Z = W.sum(-1, keepdim=True)
-        if mode == "systematic":
-            alpha = num_samples * torch.exp(m - m_star) / Z
-            mass = W / Z * num_samples
-            shift = torch.cumsum(mass, -1) - mass
-        else:
-            alpha = largest_remainder(W, num_samples).double() / l
-            shift = torch.zeros_like(W)
+        alpha, shift, _, _, _ = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
         out_t, _, _, cnt = _launch(
             q,
             k,

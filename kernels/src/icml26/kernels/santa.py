@@ -123,14 +123,19 @@ def _tile_stats(s: torch.Tensor, block_n: int) -> tuple[torch.Tensor, TileStats]
 
 
 def sampling_plan(s: torch.Tensor, num_samples: int, mode: str, block_n: int):
+    """The plan of ``plan_from_tile_stats`` for full score rows s (B, H, N)."""
+    _, stats = _tile_stats(s, block_n)
+    return plan_from_tile_stats(stats, num_samples, mode)
+
+
+def plan_from_tile_stats(stats: TileStats, num_samples: int, mode: str):
     """Per-tile systematic-sampling parameters shared by the reference and the kernel.
 
-    Returns (alpha, base_shift, budget) of shape (B, H, T): inside tile t the expected count of
-    row r is ``x_r = exp(s_r - m_t) * alpha_t``; the systematic grid of the tile starts at
-    ``a0_t + base_shift_t``; ``budget`` is S_t (or the global S for ``systematic``); and the tile
-    statistics for the merge.
+    Returns (alpha, base_shift, budget, W, Z), each (B, H, T) but Z (B, H, 1): inside tile t the
+    expected count of row r is ``x_r = exp(s_r - m_t) * alpha_t``; the tile's systematic grid
+    starts at ``a0_t + base_shift_t``; ``budget`` is S_t (the global S for ``systematic``); W and
+    Z are the exact tile weights and their sum, for the merge.
     """
-    _, stats = _tile_stats(s, block_n)
     m_star = stats.m.amax(-1, keepdim=True)
     W = torch.exp(stats.m - m_star) * stats.l  # (B, H, T) exact tile weights
     Z = W.sum(-1, keepdim=True)
@@ -150,7 +155,7 @@ def sampling_plan(s: torch.Tensor, num_samples: int, mode: str, block_n: int):
         budget = largest_remainder(W, num_samples).to(W.dtype)
         alpha = budget / stats.l
         base_shift = torch.zeros_like(W)
-    return alpha, base_shift, budget, stats, W, Z
+    return alpha, base_shift, budget, W, Z
 
 
 def offsets(B: int, H: int, T: int, mode: str, seed: int) -> torch.Tensor:
@@ -209,10 +214,10 @@ def santa_decode_reference(
         )
         out = torch.einsum("bhn,bhnd->bhd", counts, vv) / num_samples
     else:
-        alpha, shift, budget, stats, W, Z = sampling_plan(s, num_samples, mode, block_n)
+        st, stats = _tile_stats(s, block_n)
+        alpha, shift, budget, W, Z = plan_from_tile_stats(stats, num_samples, mode)
         T = W.shape[-1]
         a0 = offsets(B, Hq, T, mode, seed).to(s.device)
-        st, _ = _tile_stats(s, block_n)
         x = torch.exp(st - stats.m[..., None]) * alpha[..., None]  # (B, H, T, block_n)
         base = (a0 + shift)[..., None]
         hi = torch.cumsum(x, -1)

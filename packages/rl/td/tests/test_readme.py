@@ -1,16 +1,13 @@
 """The README's Python snippets run, so they cannot rot."""
 
-import re
 from pathlib import Path
+
+from icml26.testing import run_readme_snippets
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def test_readme_snippets_run():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert blocks
-    namespace: dict = {}
-    for block in blocks:
-        exec(compile(block, str(README), "exec"), namespace)
+def test_readme_snippets_run(tmp_path):
+    namespace = run_readme_snippets(README, cwd=tmp_path)
     assert namespace["theta"].shape == (10, 8)
     assert namespace["theta_m"].shape == (10, 8)

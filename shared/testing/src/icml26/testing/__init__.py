@@ -9,6 +9,7 @@ the markers ``slow`` (skipped unless ``--runslow``), ``gpu`` (skipped without CU
 from icml26.testing.asserts import assert_close, check_gradients
 from icml26.testing.cli import run_cli
 from icml26.testing.distributed import run_distributed
+from icml26.testing.readme import run_readme_snippets
 from icml26.testing.results import RESULTS_SCHEMA, validate_results
 from icml26.testing.seeding import seed_everything
 from icml26.testing.stats import assert_unbiased, assert_variance_order
@@ -21,6 +22,7 @@ __all__ = [
     "check_gradients",
     "run_cli",
     "run_distributed",
+    "run_readme_snippets",
     "seed_everything",
     "validate_results",
 ]
