@@ -7,7 +7,8 @@ fills). M images cost M + N - 1 model calls instead of M N; the first image arri
 
 The buffer is preallocated: slots never move; a (N,) stage vector says where each sample is
 (-1: empty). Every call has the same shapes, so ``backend="compile"`` (``torch.compile``) or
-``"cudagraph"`` (a captured CUDA graph) replays one static graph; classifier-free guidance runs the
+``"cudagraph"`` (CUDA graphs through torch.compile's "reduce-overhead" mode) replays one static
+graph; classifier-free guidance runs the
 conditional and unconditional branches as one batch of 2N and combines them before the Euler step.
 """
 
@@ -95,6 +96,10 @@ class StreamPipeline:
         self._step = self._fused_step
         if backend == "compile":
             self._step = torch.compile(self._fused_step, dynamic=False)
+        elif backend == "cudagraph":
+            # torch.compile's "reduce-overhead" mode records the static step as a CUDA graph and
+            # replays it; the ring buffer's fixed shapes are what make that possible.
+            self._step = torch.compile(self._fused_step, mode="reduce-overhead", dynamic=False)
         self.backend = backend
         self._graph = None
 
