@@ -53,3 +53,10 @@ def test_train_then_evaluate(tmp_path):
         "icml26.asbm", ["evaluate", "--checkpoint", str(ckpt), "--data", "digits"], check=False
     )
     assert bad.returncode == 2 and "shape" in bad.stderr
+
+
+def test_quick_does_not_hide_a_bad_argument(tmp_path):
+    out = run_cli(
+        "icml26.asbm", ["demo", "--quick", "--steps", "0", "--out", str(tmp_path)], check=False
+    )
+    assert out.returncode == 2 and "steps" in out.stderr

@@ -149,13 +149,14 @@ def _problem(name, train, test, cfg, hidden, feature_net=None) -> tuple[dict, di
 
 
 def run_demo(cfg: DemoConfig) -> dict:
+    for c in (cfg, cfg.resolved()):  # what was asked, and what --quick makes of it
+        if c.toy not in TOYS:
+            raise ValueError(f"toy must be one of {sorted(TOYS)}, got {c.toy!r}")
+        if not c.steps or min(c.steps) < 1:
+            raise ValueError(f"steps must be a non-empty tuple of integers >= 1, got {c.steps}")
+        if not c.sigma > 0 or not c.prior_scale > 0:
+            raise ValueError("sigma and prior_scale must be positive")
     cfg = cfg.resolved()
-    if cfg.toy not in TOYS:
-        raise ValueError(f"toy must be one of {sorted(TOYS)}, got {cfg.toy!r}")
-    if not cfg.steps or min(cfg.steps) < 1:
-        raise ValueError(f"steps must be a non-empty tuple of integers >= 1, got {cfg.steps}")
-    if not cfg.sigma > 0 or not cfg.prior_scale > 0:
-        raise ValueError("sigma and prior_scale must be positive")
     out = cfg.out or Path("runs") / "asbm" / datetime.now().strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

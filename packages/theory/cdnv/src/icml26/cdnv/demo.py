@@ -112,12 +112,15 @@ def _off_diagonal(M: torch.Tensor) -> torch.Tensor:
 
 
 def run_demo(cfg: DemoConfig) -> dict:
+    for c in (cfg, cfg.resolved()):  # what was asked, and what --quick makes of it
+        for name in c.objectives:
+            if name not in ("simclr", "vicreg", "barlow"):
+                raise ValueError(f"objectives: unknown objective {name!r} (simclr, vicreg, barlow)")
+        if c.epochs < 1 or c.episodes < 1 or not c.shots or min(c.shots) < 1:
+            raise ValueError(
+                "epochs and episodes must be >= 1 and shots a non-empty tuple of m >= 1"
+            )
     cfg = cfg.resolved()
-    for name in cfg.objectives:
-        if name not in ("simclr", "vicreg", "barlow"):
-            raise ValueError(f"objectives: unknown objective {name!r} (simclr, vicreg, barlow)")
-    if cfg.epochs < 1 or cfg.episodes < 1 or not cfg.shots or min(cfg.shots) < 1:
-        raise ValueError("epochs and episodes must be >= 1 and shots a non-empty tuple of m >= 1")
     out = cfg.out or Path("runs") / "cdnv" / datetime.now().strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
