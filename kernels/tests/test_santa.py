@@ -10,6 +10,7 @@ from icml26.kernels.santa import (
     largest_remainder,
     santa_decode,
     santa_decode_reference,
+    ternary_queries,
 )
 from icml26.testing import assert_close, assert_unbiased, assert_variance_order
 
@@ -80,15 +81,25 @@ def test_deterministic_for_a_seed_and_rows_read_is_the_group_union():
     assert (a.rows_read <= 2 * 20).all()
 
 
-def test_bernoulli_scores_are_an_experimental_biased_option():
+def test_ternary_queries_are_unbiased_and_ternary():
+    q, _, _ = problem(N=10)
+    g = torch.Generator().manual_seed(0)
+    draws = torch.stack([ternary_queries(q, g) for _ in range(4000)])
+    assert_unbiased(draws, q, name="ternary queries")
+    c = q.abs().amax(-1, keepdim=True)
+    assert torch.all((draws == 0) | ((draws.abs() - c).abs() < 1e-12))  # values in {-c, 0, c}
+
+
+def test_bernoulli_scores_run_through_the_estimator():
     q, k, v = problem(N=60)
     outs = torch.stack(
         [
             santa_decode_reference(q, k, v, 60, "systematic", 64, seed=s, bernoulli_scores=True).out
-            for s in range(300)
+            for s in range(50)
         ]
     )
     assert torch.isfinite(outs).all()
+    assert not torch.equal(outs[0], outs[1])  # the queries are redrawn per seed
 
 
 def test_largest_remainder():

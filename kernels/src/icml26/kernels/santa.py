@@ -234,28 +234,11 @@ def santa_decode_reference(
     return (result, counts) if return_counts else result
 
 
-def santa_decode_triton(
-    q,
-    k,
-    v,
-    num_samples,
-    mode="tile_fixed",
-    block_n=64,
-    seed=0,
-    scale=None,
-    bernoulli_scores=False,
-    return_counts=False,
-):
-    """The Triton path; imported lazily (see ``icml26.kernels.dispatch``)."""
-    from icml26.kernels._triton_santa import santa_decode_triton as impl
-
-    return impl(q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, return_counts)
-
-
 santa_decode = register_op(
     "santa_decode",
     santa_decode_reference,
-    santa_decode_triton,
+    # Imported on first use, after the interpreter flag is set (see icml26.kernels.dispatch).
+    "icml26.kernels._triton_santa:santa_decode_triton",
     # Same counts as the reference; the kernel's scores accumulate in float32 even for float64
     # inputs, which moves the tile weights of tile_fixed by ~1e-7.
     tolerances={

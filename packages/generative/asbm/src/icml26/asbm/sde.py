@@ -17,25 +17,31 @@ The lean adjoint of a linear reference is transported by ``a(t, 1)`` (da/dt = -(
 the adjoint-matching target at time t is ``a(t, 1) a_1``.
 """
 
+from abc import ABC, abstractmethod
+
 import torch
 
 EPS = 1e-4  # times are kept in [EPS, 1 - EPS] where a bridge variance would vanish
 
 
-class LinearSDE:
+class LinearSDE(ABC):
     """Shared bridge algebra; subclasses give ``f``, ``g``, ``a(s, t)`` and ``v(s, t)``."""
 
+    @abstractmethod
     def f(self, t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """Drift f_t(x)."""
 
+    @abstractmethod
     def g(self, t: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """Diffusion coefficient g_t."""
 
+    @abstractmethod
     def a(self, s, t) -> torch.Tensor:
-        raise NotImplementedError
+        """Mean factor of the transition from s to t."""
 
+    @abstractmethod
     def v(self, s, t) -> torch.Tensor:
-        raise NotImplementedError
+        """Variance of the transition from s to t."""
 
     def bridge_coefficients(self, t: torch.Tensor):
         """(A_t, B_t, v_t) of the bridge mean ``A_t x0 + B_t x1`` and variance, shape of t."""
@@ -62,8 +68,9 @@ class LinearSDE:
         zero, one = torch.zeros(()), torch.ones(())
         return -(x1 - self.a(zero, one) * x0) / self.v(zero, one)
 
+    @abstractmethod
     def config(self) -> dict:
-        raise NotImplementedError
+        """JSON-able description, for checkpoints."""
 
 
 class BrownianSDE(LinearSDE):

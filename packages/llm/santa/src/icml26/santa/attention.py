@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from icml26.kernels.santa import MODES, santa_decode
 
@@ -92,12 +93,7 @@ def santa_attention_forward(
 AttentionInterface.register(IMPLEMENTATION, santa_attention_forward)
 # Masks: build exactly what SDPA gets (padding included); without this registration transformers
 # would hand an unknown implementation no mask at all.
-try:
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)
-except ImportError:  # transformers < 4.53 builds masks from the implementation name elsewhere
-    pass
+AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)
 
 
 def _attention_modules(model) -> list:
