@@ -34,6 +34,8 @@ def test_every_expected_member_is_there():
         "icml26-cdnv",
         "icml26-asbm",
         "icml26-santa",
+        "icml26-streamflow",
+        "icml26-rerooter",
     } <= names
 
 

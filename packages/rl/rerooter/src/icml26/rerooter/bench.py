@@ -1,0 +1,84 @@
+"""``icml26-rerooter bench``: expansions per second of LTS, PHS* and √LTS, as ratios to LTS.
+
+Every search runs on the same Boxoban test levels with the same budget, in one process and one
+thread, with and without a network in the loop (``UniformPolicy(heuristic=True)`` vs an untrained
+two-headed net through ``NetEvaluator``). The naive √LTS row recomputes each node's cost from the
+definition (O(d^2) per node, the prototype's approach); the others use the incremental live-term
+lists. Goal from the issue: √LTS within 2x of LTS's expansion rate.
+"""
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from icml26.rerooter.evaluators import NetEvaluator, UniformPolicy
+from icml26.rerooter.model import ConvNetConfig, TwoHeadedConvNet
+from icml26.rerooter.rerooters import ClusterRerooter, HeuristicRerooter, MixedRerooter
+from icml26.rerooter.search import lts, phs_star, sqrt_lts
+from icml26.rerooter.sokoban import bundled_levels
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Expansion rate of each search relative to LTS, with and without a network."""
+
+    levels: int = 6
+    """Bundled test levels searched by every method."""
+    budget: int = 6000
+    """Expansion budget per search."""
+    naive_budget: int = 1500
+    """Budget for the naive O(d^2) √LTS row (it is slow)."""
+    network: bool = True
+    """Also run with an (untrained) network as the evaluator."""
+    blocks: int = 0
+    """Residual blocks of that network."""
+    seed: int = 0
+    """Seeds the network's weights."""
+
+
+def _rate(fn, levels) -> tuple[float, int]:
+    fn(levels[0])  # warm-up: lazy imports (igraph) and caches are not part of the rate
+    expansions, seconds = 0, 0.0
+    for env in levels:
+        t = time.perf_counter()
+        r = fn(env)
+        seconds += time.perf_counter() - t
+        expansions += r.expansions
+    return expansions / max(seconds, 1e-9), expansions
+
+
+def run_bench(cfg: BenchConfig) -> dict[str, dict[str, float]]:
+    """Print and return {evaluator: {search: expansions/s}} plus ratios to LTS."""
+    if cfg.levels < 1 or cfg.budget < 1 or cfg.naive_budget < 1:
+        raise ValueError(f"levels, budget and naive_budget must be >= 1, got {cfg}")
+    if cfg.levels > 1000:
+        raise ValueError(f"the bundled test file has 1000 levels, asked for {cfg.levels}")
+    torch.set_num_threads(1)
+    levels = bundled_levels("test")[: cfg.levels]
+    evaluators = {"no network": UniformPolicy(heuristic=True)}
+    if cfg.network:
+        torch.manual_seed(cfg.seed)
+        evaluators["network"] = NetEvaluator(TwoHeadedConvNet(ConvNetConfig(blocks=cfg.blocks)))
+    b, nb = cfg.budget, cfg.naive_budget
+    out: dict[str, dict[str, float]] = {}
+    for ev_name, ev in evaluators.items():
+        searches = {
+            "LTS": lambda e, ev=ev: lts(e, ev, b),
+            "PHS*": lambda e, ev=ev: phs_star(e, ev, b),
+            "√LTS-H": lambda e, ev=ev: sqrt_lts(e, ev, HeuristicRerooter(), b),
+            "√LTS-L": lambda e, ev=ev: sqrt_lts(e, ev, ClusterRerooter(), b),
+            "√LTS-LH": lambda e, ev=ev: sqrt_lts(e, ev, MixedRerooter(), b),
+            "√LTS-H naive O(d^2)": lambda e, ev=ev: sqrt_lts(
+                e, ev, HeuristicRerooter(), nb, naive=True
+            ),
+        }
+        rates = {name: _rate(fn, levels) for name, fn in searches.items()}
+        lts_rate = rates["LTS"][0]
+        print(f"\n{ev_name}: {cfg.levels} Boxoban test levels, budget {b} (naive: {nb})")
+        print(f"{'search':22s} {'expansions':>10s} {'exp/s':>9s} {'rate / LTS':>10s}")
+        for name, (rate, n) in rates.items():
+            print(f"{name:22s} {n:>10d} {rate:>9.0f} {rate / lts_rate:>10.2f}")
+        out[ev_name] = {name: r for name, (r, _) in rates.items()}
+        out[ev_name].update({f"{name} / LTS": r / lts_rate for name, (r, _) in rates.items()})
+    return out

@@ -1,0 +1,70 @@
+"""What guides a search: a policy pi(a | n) and a cost-to-go estimate h(n), evaluated in batches.
+
+An evaluator is any callable ``evaluator(env, states) -> (log_pi, h)`` with ``log_pi`` of shape
+(B, A) (log-probabilities over the A actions, rows summing to 1 in probability) and ``h`` of shape
+(B,). The searches call it once per batch of newly generated nodes, as the authors' C++ code does
+("batched policy inference during search").
+"""
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from icml26.rerooter.environment import Environment
+
+
+class Evaluator(Protocol):
+    def __call__(self, env: Environment, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """(log_pi (B, A), h (B,)) for the B states."""
+        ...
+
+
+class UniformPolicy:
+    """pi uniform over the A actions; h = 0 (or the environment's hand-written heuristic).
+
+    ``UniformPolicy(heuristic=True)`` is the demo's search-only guide: no learning, a uniform policy
+    and the domain's hand-written heuristic for PHS* and the heuristic rerooter.
+    """
+
+    def __init__(self, heuristic: bool = False) -> None:
+        self.heuristic = heuristic
+
+    def __call__(self, env: Environment, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        b, a = len(states), env.num_actions
+        log_pi = np.full((b, a), -np.log(a))
+        if self.heuristic:
+            h = np.fromiter((env.heuristic(s) for s in states), dtype=np.float64, count=b)
+        else:
+            h = np.zeros(b)
+        return log_pi, h
+
+
+class NetEvaluator:
+    """Wraps a two-headed network ``net(obs) -> (logits (B, A), h (B,))`` as an evaluator."""
+
+    def __init__(self, net: torch.nn.Module, device: str | torch.device = "cpu") -> None:
+        self.net = net
+        self.device = torch.device(device)
+
+    @torch.inference_mode()
+    def __call__(self, env: Environment, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        obs = torch.from_numpy(np.stack([env.observe(s) for s in states])).to(self.device)
+        was_training = self.net.training
+        self.net.eval()
+        logits, h = self.net(obs)
+        self.net.train(was_training)
+        log_pi = torch.log_softmax(logits.double(), dim=-1)
+        return log_pi.cpu().numpy(), h.double().cpu().numpy()
+
+
+def check_output(log_pi: np.ndarray, h: np.ndarray, batch: int, num_actions: int) -> None:
+    """Raise ValueError unless an evaluator's output has the right shapes and finite values."""
+    if log_pi.shape != (batch, num_actions) or h.shape != (batch,):
+        raise ValueError(
+            f"evaluator returned log_pi {log_pi.shape} and h {h.shape}; expected "
+            f"({batch}, {num_actions}) and ({batch},)"
+        )
+    if not np.isfinite(h).all() or np.isnan(log_pi).any():
+        raise ValueError("evaluator returned NaN or infinite values")

@@ -1,0 +1,416 @@
+"""Policy-guided best-first tree searches: LTS, PHS* and √LTS (rerooted LTS).
+
+Papers:
+- Orseau, Lelis, Lattimore, Weber. *Single-Agent Policy Tree Search With Guarantees* (NeurIPS 2018):
+  Levin tree search (LTS) expands nodes in increasing ``d(n) / pi(n)``.
+- Orseau, Lelis. *Policy-Guided Heuristic Search with Guarantees* (AAAI 2021): PHS*,
+  ``log phi(n) = log(g + h) - (1 + h/g) log pi(n)``.
+- Orseau, Hutter, Lelis. *Exponential Speedups by Rerooting Levin Tree Search* (2024): √LTS runs,
+  implicitly, one LTS rooted at every expanded node n_k, weighted by a rerooter w(n_k); a node's
+  priority is (their Eq. 7, in log space)
+
+      cost(n) = min_{k <= d(n), w(n_k) > 0}  log lambda(n; n_k) - log w(n_k),
+      lambda(n; n_k) = sum_{j=k}^{d(n)} 1 / pi(n_j | n_k)            (slenderness)
+
+  with w(root) = 1, so the root term alone is LTS with the slenderness cost.
+- The ICML 2026 paper learns the rerooter; its rerooters live in ``rerooters.py``.
+
+Implementation (ours; the authors' is C++, tuero/libpolicyts): the naive min over all ancestors
+costs
+O(d) per node and O(d^2) to recompute lambda. We keep, per node, the list of *live* ancestor terms
+``(a_k, b_k)`` with ``a_k = lambda(n; n_k) pi(n | n_k) = sum_{j>=k} pi(n | n_j)`` and
+``b_k = log pi(n_k) - log w(n_k)``, so that ``cost = min_k (log a_k + b_k) - log pi(n)``. A child
+updates every term with the paper's stable recurrence ``a <- a p + 1`` (their Remark 43,
+``c <- c p_j + 1``). All terms see the same p, so a term with both a larger a and a larger b than a
+newer term stays worse forever and is dropped when the newer one arrives: a's decrease with k, so
+the live list is a stack with b increasing, usually a handful of entries.
+
+Goal test at generation, duplicate states pruned (a graph search on the tree's states, as in the
+authors' code), dead states (``env.is_dead``) pruned, batched evaluator calls.
+"""
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from icml26.rerooter.environment import Environment
+from icml26.rerooter.evaluators import Evaluator, check_output
+
+Terms = list[tuple[float, float]]
+
+
+@dataclass
+class SearchResult:
+    """What a search returns."""
+
+    solved: bool
+    """Whether a goal was generated within the budget."""
+    actions: list[int]
+    """The solution's moves from the initial state (empty if unsolved)."""
+    expansions: int
+    """Nodes expanded (their children generated)."""
+    generated: int
+    """Nodes generated (distinct states added to the tree, root included)."""
+    solution_log_prob: float = float("nan")
+    """log pi of the solution path under the search's policy (nan if unsolved)."""
+    states: list[Any] = field(default_factory=list, repr=False)
+    """States along the solution, initial state first, goal last."""
+    expansion_order: list[Any] = field(default_factory=list, repr=False)
+    """Hashes of the expanded states in order (only with ``trace=True``)."""
+    expansion_costs: list[float] = field(default_factory=list, repr=False)
+    """The priority each expanded node had (only with ``trace=True``)."""
+
+
+@dataclass
+class SearchTree:
+    """The search's node arrays; rerooters read them (node ids are list indices, root = 0)."""
+
+    states: list[Any] = field(default_factory=list)
+    parent: list[int] = field(default_factory=list)
+    action: list[int] = field(default_factory=list)
+    depth: list[int] = field(default_factory=list)
+    log_prob: list[float] = field(default_factory=list)
+    """log pi(n) from the root."""
+    h: list[float] = field(default_factory=list)
+    """The evaluator's cost-to-go estimate, clipped at 0 (nan until evaluated)."""
+    w: list[float] = field(default_factory=list)
+    """Rerooting weight given at expansion (nan until expanded)."""
+
+
+class Rerooter:
+    """Base class: gives every non-root node weight 0, i.e. √LTS degenerates to LTS.
+
+    The search calls the hooks in this order: ``reset`` once (after the root is evaluated),
+    ``generated``/``revisited`` for each child, ``evaluated`` after each batch of evaluator calls,
+    and ``weight`` when a node is expanded (before its children are generated).
+    """
+
+    def reset(self, tree: SearchTree) -> None:
+        self.tree = tree
+
+    def generated(self, parent: int, child: int) -> None:
+        pass
+
+    def revisited(self, parent: int, node: int) -> None:
+        pass
+
+    def evaluated(self) -> None:
+        pass
+
+    def weight(self, node: int) -> float:
+        return 0.0
+
+
+# -- the √LTS cost, incrementally ------------------------------------------------------------------
+def extend_terms(terms: Terms, p: float) -> Terms:
+    """The live terms of a child reached with probability p: ``a <- a p + 1`` (Remark 43)."""
+    return [(a * p + 1.0, b) for a, b in terms]
+
+
+def add_rerooting_point(terms: Terms, log_prob: float, w: float) -> Terms:
+    """The terms an expanded node n passes to its children once it becomes a rerooting point.
+
+    ``log_prob`` is log pi(n), ``w`` its weight; the new term has a = lambda(n; n) pi(n|n) = 1.
+    Older terms with b >= the new b are dominated forever and dropped.
+    """
+    if not w > 0.0:
+        return terms
+    b = log_prob - math.log(w)
+    live = list(terms)
+    while live and live[-1][1] >= b:
+        live.pop()
+    live.append((1.0, b))
+    return live
+
+
+def terms_cost(terms: Terms, log_prob: float) -> float:
+    """``min_k log lambda(n; n_k) - log w(n_k)`` from the live terms of n (log pi(n) = log_prob)."""
+    return min(math.log(a) + b for a, b in terms) - log_prob
+
+
+def rerooted_cost_reference(path_log_probs: Sequence[float], weights: Sequence[float]) -> float:
+    """The √LTS priority of n_d straight from the definition, O(d^2): the test oracle.
+
+    ``path_log_probs[j] = log pi(n_{j+1} | n_j)`` for j < d; ``weights[k] = w(n_k)`` for k < d
+    (``weights[0]`` is ignored: the root's weight is 1).
+    """
+    d = len(path_log_probs)
+    if len(weights) != d or d == 0:
+        raise ValueError(f"need d >= 1 weights and log-probs, got {len(weights)} and {d}")
+    best = math.inf
+    for k in range(d):
+        w = 1.0 if k == 0 else weights[k]
+        if w <= 0.0:
+            continue
+        # lambda(n_d; n_k) = sum_{j=k}^{d} 1/pi(n_j | n_k), each pi as a product over the path.
+        lam = sum(
+            1.0 / math.prod(math.exp(lp) for lp in path_log_probs[k:j]) for j in range(k, d + 1)
+        )
+        best = min(best, math.log(lam) - math.log(w))
+    return best
+
+
+def slenderness_reference(path_log_probs: Sequence[float]) -> float:
+    """log lambda(n_d; n_0): the LTS slenderness cost from its definition."""
+    return rerooted_cost_reference(path_log_probs, [1.0] + [0.0] * (len(path_log_probs) - 1))
+
+
+# -- the shared best-first engine ------------------------------------------------------------------
+Priority = Literal["d_pi", "slenderness", "phs_star", "rerooted"]
+
+
+def _validate(env: Environment, budget: int, batch_size: int, mix_epsilon: float) -> None:
+    if not isinstance(env, Environment):
+        raise TypeError(f"env must implement the Environment protocol, got {type(env).__name__}")
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1 expansion, got {budget}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if not 0.0 <= mix_epsilon < 1.0:
+        raise ValueError(f"mix_epsilon must be in [0, 1), got {mix_epsilon}")
+
+
+def best_first_search(
+    env: Environment,
+    evaluator: Evaluator,
+    budget: int,
+    priority: Priority,
+    rerooter: Rerooter | None = None,
+    *,
+    batch_size: int = 32,
+    mix_epsilon: float = 0.0,
+    trace: bool = False,
+    naive: bool = False,
+) -> SearchResult:
+    """The engine behind ``lts``, ``phs_star`` and ``sqrt_lts`` (see their docstrings).
+
+    ``naive=True`` (rerooted only) recomputes every node's cost from the definition, O(d^2) per
+    node, as a baseline for ``bench`` and a cross-check in the tests.
+    """
+    _validate(env, budget, batch_size, mix_epsilon)
+    if priority not in ("d_pi", "slenderness", "phs_star", "rerooted"):
+        raise ValueError(f"unknown priority {priority!r}")
+    rerooted = priority == "rerooted"
+    if rerooted and rerooter is None:
+        rerooter = Rerooter()
+    num_actions = env.num_actions
+    step, is_goal, is_dead, key_of = env.step, env.is_goal, env.is_dead, env.hash
+
+    tree = SearchTree()
+    states, parent, action, depth = tree.states, tree.parent, tree.action, tree.depth
+    log_prob, h, w_of = tree.log_prob, tree.h, tree.w
+    policy: list[list[float] | None] = []  # log pi(. | n), filled when n is evaluated
+    slender: list[float] = []  # a(n) = lambda(n; root) pi(n), slenderness LTS
+    terms: list[Terms] = []  # live √LTS terms of n (rerooted)
+    cost: list[float] = []
+    open_list: list[tuple[float, int]] = []
+    pending: list[int] = []
+    result = SearchResult(False, [], 0, 0)
+
+    def new_node(state, par: int, act: int, d: int, lp: float, a: float, t: Terms) -> int:
+        states.append(state)
+        parent.append(par)
+        action.append(act)
+        depth.append(d)
+        log_prob.append(lp)
+        h.append(math.nan)
+        w_of.append(math.nan)
+        policy.append(None)
+        slender.append(a)
+        terms.append(t)
+        cost.append(math.nan)
+        return len(states) - 1
+
+    def evaluate() -> None:
+        batch = [states[i] for i in pending]
+        log_pi, hs = evaluator(env, batch)
+        log_pi, hs = np.asarray(log_pi, dtype=np.float64), np.asarray(hs, dtype=np.float64)
+        check_output(log_pi, hs, len(batch), num_actions)
+        if mix_epsilon > 0.0:
+            log_pi = np.log((1.0 - mix_epsilon) * np.exp(log_pi) + mix_epsilon / num_actions)
+        for i, row, hv in zip(pending, log_pi.tolist(), hs.tolist(), strict=True):
+            policy[i] = row
+            h[i] = hv if hv > 0.0 else 0.0
+            if i == 0:
+                c = 0.0
+            elif priority == "d_pi":
+                c = math.log(depth[i]) - log_prob[i]
+            elif priority == "slenderness":
+                c = math.log(slender[i]) - log_prob[i]
+            elif priority == "phs_star":
+                g, hv_ = depth[i], h[i]
+                c = math.log(g + hv_) - (1.0 + hv_ / g) * log_prob[i]
+            elif naive:
+                c = _naive_cost(i)
+            else:
+                c = terms_cost(terms[i], log_prob[i])
+            cost[i] = c
+            heapq.heappush(open_list, (c, i))
+        pending.clear()
+        if rerooter is not None and len(states) > 1:  # the root's batch precedes reset()
+            rerooter.evaluated()
+
+    def _naive_cost(i: int) -> float:
+        path_lp, weights = [], []
+        j = i
+        while parent[j] >= 0:
+            par = parent[j]
+            path_lp.append(policy[par][action[j]])
+            weights.append(w_of[par])
+            j = par
+        return rerooted_cost_reference(path_lp[::-1], weights[::-1])
+
+    root = env.initial_state()
+    new_node(root, -1, -1, 0, 0.0, 1.0, [])
+    if is_goal(root):
+        result.solved, result.states, result.solution_log_prob = True, [root], 0.0
+        result.generated = 1
+        return result
+    seen = {key_of(root): 0}
+    pending.append(0)
+    evaluate()
+    if rerooter is not None:
+        rerooter.reset(tree)
+
+    while open_list:
+        if result.expansions >= budget:
+            break
+        c, n = heapq.heappop(open_list)
+        result.expansions += 1
+        if trace:
+            result.expansion_order.append(key_of(states[n]))
+            result.expansion_costs.append(c)
+        child_terms: Terms = []
+        if rerooted:
+            w = 1.0 if n == 0 else rerooter.weight(n)
+            w_of[n] = w
+            if not naive:
+                child_terms = add_rerooting_point(terms[n], log_prob[n], w)
+        state, lp_n, d = states[n], log_prob[n], depth[n] + 1
+        pol, a_n = policy[n], slender[n]
+        for act in range(num_actions):
+            child = step(state, act)
+            if child is None:
+                continue
+            key = key_of(child)
+            prev = seen.get(key)
+            if prev is not None:
+                if rerooter is not None:
+                    rerooter.revisited(n, prev)
+                continue
+            if is_dead(child):
+                continue
+            lp_a = pol[act]
+            p = math.exp(lp_a)
+            m = new_node(
+                child,
+                n,
+                act,
+                d,
+                lp_n + lp_a,
+                a_n * p + 1.0,
+                extend_terms(child_terms, p) if rerooted and not naive else [],
+            )
+            seen[key] = m
+            if rerooter is not None:
+                rerooter.generated(n, m)
+            if is_goal(child):
+                result.generated = len(states)
+                _set_solution(result, tree, m)
+                return result
+            pending.append(m)
+        if pending and (not open_list or len(pending) >= batch_size):
+            evaluate()
+    result.generated = len(states)
+    return result
+
+
+def _set_solution(result: SearchResult, tree: SearchTree, goal: int) -> None:
+    path = []
+    node = goal
+    while node >= 0:
+        path.append(node)
+        node = tree.parent[node]
+    path.reverse()
+    result.solved = True
+    result.states = [tree.states[i] for i in path]
+    result.actions = [tree.action[i] for i in path[1:]]
+    result.solution_log_prob = tree.log_prob[goal]
+
+
+# -- the public searches ---------------------------------------------------------------------------
+def lts(
+    env: Environment,
+    evaluator: Evaluator,
+    budget: int,
+    *,
+    cost: Literal["d_pi", "slenderness"] = "d_pi",
+    batch_size: int = 32,
+    mix_epsilon: float = 0.0,
+    trace: bool = False,
+) -> SearchResult:
+    """Levin tree search: expand in increasing ``d(n) / pi(n)`` (``cost="d_pi"``, Orseau et al.
+    2018) or in increasing slenderness ``lambda(n; root)`` (``cost="slenderness"``, the root term
+    of √LTS). At most ``budget`` expansions.
+    """
+    if cost not in ("d_pi", "slenderness"):
+        raise ValueError(f"cost must be 'd_pi' or 'slenderness', got {cost!r}")
+    return best_first_search(
+        env, evaluator, budget, cost, batch_size=batch_size, mix_epsilon=mix_epsilon, trace=trace
+    )
+
+
+def phs_star(
+    env: Environment,
+    evaluator: Evaluator,
+    budget: int,
+    *,
+    batch_size: int = 32,
+    mix_epsilon: float = 0.0,
+    trace: bool = False,
+) -> SearchResult:
+    """PHS* (Orseau & Lelis 2021): ``log phi(n) = log(g + h) - (1 + h/g) log pi(n)``, g = d(n)."""
+    return best_first_search(
+        env,
+        evaluator,
+        budget,
+        "phs_star",
+        batch_size=batch_size,
+        mix_epsilon=mix_epsilon,
+        trace=trace,
+    )
+
+
+def sqrt_lts(
+    env: Environment,
+    evaluator: Evaluator,
+    rerooter: Rerooter | None,
+    budget: int,
+    *,
+    batch_size: int = 32,
+    mix_epsilon: float = 0.0,
+    trace: bool = False,
+    naive: bool = False,
+) -> SearchResult:
+    """√LTS: LTS rerooted at every expanded node n_k with weight ``rerooter.weight(n_k)``.
+
+    ``rerooter=None`` (every weight 0 but the root's) expands exactly in the order of
+    ``lts(cost="slenderness")``.
+    """
+    if rerooter is not None and not isinstance(rerooter, Rerooter):
+        raise TypeError(f"rerooter must be a Rerooter (or None), got {type(rerooter).__name__}")
+    return best_first_search(
+        env,
+        evaluator,
+        budget,
+        "rerooted",
+        rerooter,
+        batch_size=batch_size,
+        mix_epsilon=mix_epsilon,
+        trace=trace,
+        naive=naive,
+    )
