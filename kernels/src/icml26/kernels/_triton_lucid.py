@@ -1,0 +1,201 @@
+"""Triton path of ``lucid_solve``: blockwise forward substitution ``V' = L^{-1} V``, and backward.
+
+Defined by ``icml26.kernels.lucid.lucid_solve_reference``. One program per (batch x KV head,
+value-column chunk) walks the row blocks in order (each block needs every earlier one):
+
+    acc_i = V_i - sum_{j<i} L_ij V'_j          off-diagonal blocks, built on the fly as
+                                               exp(sqrt(d) (U_i U_j^T - 1)) and applied by tl.dot
+    V'_i  = D_i^{-1} acc_i                     D_i the unit lower-triangular diagonal block,
+                                               inverted up front in PyTorch (small, batched)
+
+The backward solve ``dV = L^{-T} dV'`` is the same loop run from the last block to the first with
+the transposed blocks (``(L_ji)^T = exp(sqrt(d) (U_i U_j^T - 1))`` for j > i: the same formula)
+and ``D_i^{-T}``. The gradient through ``L`` to the keys is computed in PyTorch from
+``dL = -dV V'^T`` (strictly lower part), which materialises a (T, T) matrix per head: a fused
+kernel for it is future work. All arithmetic is fp32 (inputs are upcast); fp32 ``tl.dot`` runs in
+IEEE precision, not TF32, because the solve amplifies rounding.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from icml26.kernels.lucid import check_lucid_inputs, compute_dtype
+
+
+@triton.jit
+def _lucid_substitution_kernel(
+    U,  # (BH, T, DK) unit keys, fp32
+    X,  # (BH, T, DV) right-hand side (V forward, dV' backward)
+    DINV,  # (BH, NB, BLOCK, BLOCK) inverted diagonal blocks (transposed for the backward)
+    OUT,  # (BH, T, DV) fp32 solution
+    T,
+    DK,
+    DV,
+    NB,
+    sqrt_d,
+    stride_ub,
+    stride_ut,
+    stride_xb,
+    stride_xt,
+    stride_ob,
+    stride_ot,
+    BLOCK: tl.constexpr,
+    BLOCK_DK: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+    REVERSE: tl.constexpr,
+):
+    bh = tl.program_id(0)
+    col0 = tl.program_id(1) * BLOCK_DV
+    r = tl.arange(0, BLOCK)
+    ck = tl.arange(0, BLOCK_DK)
+    cv = col0 + tl.arange(0, BLOCK_DV)
+    kmask = ck < DK
+    vmask = cv < DV
+    for step in range(0, NB):
+        i = NB - 1 - step if REVERSE else step
+        rows = i * BLOCK + r
+        rmask = rows < T
+        acc = tl.load(
+            X + bh * stride_xb + rows[:, None] * stride_xt + cv[None, :],
+            mask=rmask[:, None] & vmask[None, :],
+            other=0.0,
+        ).to(tl.float32)
+        u_i = tl.load(
+            U + bh * stride_ub + rows[:, None] * stride_ut + ck[None, :],
+            mask=rmask[:, None] & kmask[None, :],
+            other=0.0,
+        )
+        # Earlier blocks in solve order: j < i forward, j > i backward.
+        lo = i + 1 if REVERSE else 0
+        hi = NB if REVERSE else i
+        for j in range(lo, hi):
+            cols = j * BLOCK + r
+            cmask = cols < T
+            u_j = tl.load(
+                U + bh * stride_ub + cols[:, None] * stride_ut + ck[None, :],
+                mask=cmask[:, None] & kmask[None, :],
+                other=0.0,
+            )
+            cos = tl.dot(u_i, tl.trans(u_j), input_precision="ieee")  # (BLOCK, BLOCK)
+            l_ij = tl.exp(sqrt_d * (cos - 1.0))
+            l_ij = tl.where(rmask[:, None] & cmask[None, :], l_ij, 0.0)
+            x_j = tl.load(
+                OUT + bh * stride_ob + cols[:, None] * stride_ot + cv[None, :],
+                mask=cmask[:, None] & vmask[None, :],
+                other=0.0,
+            )
+            acc -= tl.dot(l_ij, x_j, input_precision="ieee")
+        dinv = tl.load(DINV + ((bh * NB + i) * BLOCK + r[:, None]) * BLOCK + r[None, :])
+        x_i = tl.dot(dinv, acc, input_precision="ieee")
+        tl.store(
+            OUT + bh * stride_ob + rows[:, None] * stride_ot + cv[None, :],
+            x_i,
+            mask=rmask[:, None] & vmask[None, :],
+        )
+        tl.debug_barrier()  # the next block reads what this one stored
+
+
+def _block_size(T: int) -> int:
+    # tl.dot needs >= 16; larger blocks mean fewer sequential steps but bigger diagonal inverses.
+    return 16 if T <= 256 else 32 if T <= 2048 else 64
+
+
+def _diagonal_inverses(u: torch.Tensor, block: int, sqrt_d: float) -> torch.Tensor:
+    """(BH, NB, BLOCK, BLOCK) inverses of the unit lower-triangular diagonal blocks of L; the
+    padding past T is the identity."""
+    bh, T, dk = u.shape
+    nb = triton.cdiv(T, block)
+    pad = nb * block - T
+    up = F.pad(u, (0, 0, 0, pad)).view(bh, nb, block, dk)
+    diag = torch.tril(torch.exp(sqrt_d * (up @ up.transpose(-1, -2) - 1.0)))
+    if pad:
+        valid = torch.arange(nb * block, device=u.device).view(nb, block) < T
+        keep = valid[:, :, None] & valid[:, None, :]
+        eye = torch.eye(block, device=u.device, dtype=u.dtype)
+        diag = torch.where(keep, diag, eye)
+    eye = torch.eye(block, device=u.device, dtype=u.dtype).expand_as(diag)
+    return torch.linalg.solve_triangular(diag, eye, upper=False, unitriangular=True)
+
+
+def _substitute(
+    u: torch.Tensor, x: torch.Tensor, dinv: torch.Tensor, reverse: bool
+) -> torch.Tensor:
+    bh, T, dk = u.shape
+    dv = x.shape[-1]
+    block = dinv.shape[-1]
+    nb = dinv.shape[1]
+    out = torch.empty(bh, T, dv, device=x.device, dtype=torch.float32)
+    block_dv = max(16, min(64, triton.next_power_of_2(dv)))
+    grid = (bh, triton.cdiv(dv, block_dv))
+    _lucid_substitution_kernel[grid](
+        u,
+        x,
+        dinv,
+        out,
+        T,
+        dk,
+        dv,
+        nb,
+        math.sqrt(dk),
+        u.stride(0),
+        u.stride(1),
+        x.stride(0),
+        x.stride(1),
+        out.stride(0),
+        out.stride(1),
+        BLOCK=block,
+        BLOCK_DK=max(16, triton.next_power_of_2(dk)),
+        BLOCK_DV=block_dv,
+        REVERSE=reverse,
+    )
+    return out
+
+
+class _LucidSolve(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        B, H, T, dk = k.shape
+        norm = k.float().norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        u = (k.float() / norm).reshape(B * H, T, dk).contiguous()
+        sqrt_d = math.sqrt(dk)
+        dinv = _diagonal_inverses(u, _block_size(T), sqrt_d).contiguous()
+        x = v.reshape(B * H, T, v.shape[-1]).contiguous()
+        vp = _substitute(u, x, dinv, reverse=False)
+        ctx.save_for_backward(u, norm, vp, dinv)
+        ctx.shape = (B, H, T, dk, v.shape[-1])
+        ctx.dtypes = (k.dtype, v.dtype)
+        return vp.view(B, H, T, -1)
+
+    @staticmethod
+    def backward(ctx, grad_vp: torch.Tensor):
+        u, norm, vp, dinv = ctx.saved_tensors
+        B, H, T, dk, dv = ctx.shape
+        g = grad_vp.float().reshape(B * H, T, dv).contiguous()
+        # dV = L^{-T} dV': the substitution run backwards with the transposed diagonal inverses.
+        grad_v = _substitute(u, g, dinv.transpose(-1, -2).contiguous(), reverse=True)
+        grad_k = None
+        if ctx.needs_input_grad[0]:
+            sqrt_d = math.sqrt(dk)
+            lower = torch.ones(T, T, dtype=torch.bool, device=u.device).tril(-1)
+            L = torch.exp(sqrt_d * (u @ u.transpose(-1, -2) - 1.0))
+            # dL = -dV V'^T on the strict lower triangle (the unit diagonal is constant).
+            d_cos = torch.where(lower, -(grad_v @ vp.transpose(-1, -2)) * L * sqrt_d, 0.0)
+            grad_u = d_cos @ u + d_cos.transpose(-1, -2) @ u  # c_ij = u_i . u_j
+            # u = k / ||k||: project out the radial part.
+            grad_u = grad_u.view(B, H, T, dk)
+            uu = u.view(B, H, T, dk)
+            grad_k = (grad_u - (grad_u * uu).sum(-1, keepdim=True) * uu) / norm
+            grad_k = grad_k.to(ctx.dtypes[0])
+        return grad_k, grad_v.view(B, H, T, dv).to(ctx.dtypes[1])
+
+
+def lucid_solve_triton(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``V' = L^{-1} V`` through the Triton substitution kernel; (B, H_kv, T, D) fp32."""
+    check_lucid_inputs(None, k, v)
+    if compute_dtype(k.dtype) != torch.float32:
+        raise TypeError("the Triton LUCID solve computes in fp32: use the reference for fp64")
+    return _LucidSolve.apply(k, v)

@@ -1,0 +1,178 @@
+"""LUCID: the reference's defining properties, and the Triton solve (through the interpreter)
+against the reference, forward and backward."""
+
+import math
+
+import pytest
+import torch
+
+from icml26.kernels import Backend, triton_available
+from icml26.kernels.lucid import (
+    lucid_attention,
+    lucid_attention_reference,
+    lucid_decode_reference,
+    lucid_preconditioner,
+    lucid_solve,
+    lucid_solve_reference,
+)
+from icml26.testing import assert_close
+
+
+def qkv(B=2, H=4, Hkv=2, T=19, D=16, dtype=torch.float64, seed=0, similar=0.0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, H, T, D, generator=g, dtype=torch.float64)
+    k = torch.randn(B, Hkv, T, D, generator=g, dtype=torch.float64)
+    if similar:  # keys clustered around one direction: L far from the identity
+        k = k * (1 - similar) + similar * torch.randn(1, 1, 1, D, generator=g, dtype=torch.float64)
+    v = torch.randn(B, Hkv, T, D, generator=g, dtype=torch.float64)
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+def test_preconditioner_is_unit_lower_triangular():
+    _, k, _ = qkv(similar=0.7)
+    L = lucid_preconditioner(k)
+    assert torch.equal(L, L.tril())
+    assert (L.diagonal(dim1=-2, dim2=-1) == 1).all()
+    lower = L[..., torch.ones(19, 19, dtype=torch.bool).tril(-1)]
+    assert (lower > 0).all() and (lower <= 1 + 1e-12).all()
+    vp = lucid_solve_reference(k, qkv()[2])
+    assert_close(L @ vp, qkv()[2], atol=1e-10, rtol=1e-10)
+
+
+def test_exact_retrieval_identity():
+    # Keys of norm sqrt(d), query = key t: LUCID returns v_t / sum_{j<=t} L_tj exactly, where
+    # softmax attention returns a blend of every similar key's value.
+    B, Hkv, T, D = 1, 1, 12, 16
+    _, k, v = qkv(B=B, H=1, Hkv=Hkv, T=T, D=D, similar=0.8)
+    k = k / k.norm(dim=-1, keepdim=True) * math.sqrt(D)
+    q = k.clone()  # query t equals key t
+    out = lucid_attention_reference(q, k, v)
+    L = lucid_preconditioner(k)
+    expected = v / L.sum(-1, keepdim=True)
+    assert_close(out, expected, atol=1e-9, rtol=1e-9)
+    softmax_out = (
+        torch.softmax(
+            (q @ k.transpose(-1, -2) / math.sqrt(D)).tril()
+            + torch.full((T, T), float("-inf")).triu(1),
+            -1,
+        )
+        @ v
+    )
+    assert (softmax_out - v).norm() > 10 * (out * L.sum(-1, keepdim=True) - v).norm()
+
+
+@pytest.mark.parametrize("fn", [lucid_attention_reference, lucid_attention])
+def test_causality(fn):
+    q, k, v = qkv()
+    out = fn(q, k, v)
+    q2, k2, v2 = q.clone(), k.clone(), v.clone()
+    q2[:, :, 10:] += 3.0
+    k2[:, :, 10:] -= 2.0
+    v2[:, :, 10:] *= -5.0
+    out2 = fn(q2, k2, v2)
+    assert_close(out2[:, :, :10], out[:, :, :10], atol=1e-12, rtol=1e-12)
+    assert not torch.allclose(out2[:, :, 10:], out[:, :, 10:])
+
+
+def test_sdpa_path_matches_the_explicit_reference_with_gqa():
+    q, k, v = qkv(H=6, Hkv=2, T=23, D=8, similar=0.5)
+    assert_close(
+        lucid_attention(q, k, v), lucid_attention_reference(q, k, v), atol=1e-10, rtol=1e-10
+    )
+    assert_close(
+        lucid_attention(q, k, v, causal=False, scale=0.3),
+        lucid_attention_reference(q, k, v, causal=False, scale=0.3),
+        atol=1e-10,
+        rtol=1e-10,
+    )
+
+
+def test_gradcheck_fp64():
+    q, k, v = qkv(B=1, H=2, Hkv=1, T=5, D=4, similar=0.5)
+    args = tuple(t.clone().requires_grad_() for t in (q, k, v))
+    assert torch.autograd.gradcheck(lucid_attention_reference, args)
+    assert torch.autograd.gradcheck(lucid_attention, args)
+
+
+def test_decode_step_equals_the_last_row():
+    q, k, v = qkv(H=4, Hkv=2, T=14, D=16, similar=0.4)
+    full = lucid_attention_reference(q, k, v)
+    vp = lucid_solve_reference(k, v)
+    for t in (0, 1, 13):
+        out, vp_t = lucid_decode_reference(
+            q[:, :, t], k[:, :, :t], vp[:, :, :t], k[:, :, t], v[:, :, t]
+        )
+        assert_close(out, full[:, :, t], atol=1e-10, rtol=1e-10)
+        assert_close(vp_t, vp[:, :, t], atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "change,error,match",
+    [
+        (dict(q=torch.zeros(2, 3, 19, 16, dtype=torch.float64)), ValueError, "multiple"),
+        (dict(v=torch.zeros(2, 2, 18, 16, dtype=torch.float64)), ValueError, "share"),
+        (dict(q=torch.full((2, 4, 19, 16), float("nan"), dtype=torch.float64)), ValueError, "NaN"),
+        (dict(q=torch.zeros(2, 4, 19, 16, dtype=torch.float32)), TypeError, "share a dtype"),
+        (dict(k=torch.zeros(2, 2, 19, 16, dtype=torch.int64)), TypeError, "floating"),
+        (dict(q=torch.zeros(4, 19, 16, dtype=torch.float64)), ValueError, "4 dimensions"),
+    ],
+)
+def test_bad_inputs(change, error, match):
+    q, k, v = qkv()
+    args = dict(q=q, k=k, v=v)
+    args.update(change)
+    with pytest.raises(error, match=match):
+        lucid_attention_reference(**args)
+    with pytest.raises(error, match=match):
+        lucid_attention(**args)
+
+
+needs_triton = pytest.mark.skipif(not triton_available(), reason="Triton is not installed")
+
+
+@needs_triton
+@pytest.mark.parametrize("T", [1, 17, 40])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_triton_solve_matches_the_reference_forward_and_backward(monkeypatch, T, dtype):
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    _, k, v = qkv(B=2, Hkv=2, T=T, D=12, similar=0.5, seed=T)
+    k = k.to(dtype).transpose(2, 3).contiguous().transpose(2, 3)  # non-contiguous
+    v = v.to(dtype)
+    k1, v1 = k.detach().clone().requires_grad_(), v.detach().clone().requires_grad_()
+    got = lucid_solve(k1, v1)
+    assert lucid_solve.last_backend is Backend.TRITON
+    k2, v2 = k.double().requires_grad_(), v.double().requires_grad_()
+    ref = lucid_solve_reference(k2, v2)
+    atol, rtol = lucid_solve.tolerance(dtype)
+    assert_close(got, ref, atol=atol, rtol=rtol)
+    w = torch.randn(ref.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    (got.double() * w).sum().backward()
+    (ref * w).sum().backward()
+    assert_close(v1.grad.double(), v2.grad, atol=10 * atol, rtol=10 * rtol)
+    assert_close(k1.grad.double(), k2.grad, atol=10 * atol, rtol=10 * rtol)
+
+
+@needs_triton
+def test_triton_attention_with_gqa_matches_the_reference(monkeypatch):
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    q, k, v = qkv(B=1, H=4, Hkv=2, T=21, D=16, similar=0.3, dtype=torch.float32)
+    got = lucid_attention(q, k, v)
+    ref = lucid_attention_reference(q.double(), k.double(), v.double())
+    assert_close(got, ref, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cuda_solve_matches_the_reference(monkeypatch, dtype):
+    monkeypatch.delenv("ICML26_KERNELS", raising=False)
+    _, k, v = qkv(B=2, Hkv=4, T=1000, D=64, similar=0.3)
+    got = lucid_solve(k.to("cuda", dtype), v.to("cuda", dtype))
+    assert lucid_solve.last_backend is Backend.TRITON
+    assert_close(
+        got.cpu().double(),
+        lucid_solve_reference(k.to(dtype).double(), v.to(dtype).double()),
+        atol=1e-3,
+        rtol=1e-3,
+    )
