@@ -1,0 +1,172 @@
+"""Interleaved rANS: the entropy coder behind EntQuant's compressed weights (arXiv 2601.22787).
+
+rANS (Duda 2013; the byte-oriented form of Giesen's ryg_rans) with a 32-bit state, 16-bit
+renormalisation words and a frequency table quantised to ``M = 2^prob_bits`` (default 12 bits):
+
+    encode s (symbols taken in reverse):  if x >= x_max(s): emit x & 0xFFFF, x >>= 16
+                                          x = (x // f_s) * M + (x % f_s) + c_s
+    decode:                               slot = x mod M, s = symbol(slot)
+                                          x = f_s * (x // M) + slot - c_s
+                                          if x < 2^16: x = (x << 16) | next word
+
+with ``x_max(s) = 2^(32 - prob_bits) f_s`` keeping the state in [2^16, 2^32). One renormalisation
+word at most per symbol (M <= 2^16), which is what lets a GPU thread decode branch-free.
+
+Interleaving: symbol i goes to lane ``i mod lanes``; each lane is an independent rANS stream
+(its final state, two words, then its renormalisation words in decode order). Lanes decode in
+parallel: the Triton kernel gives each lane one thread. The streams are concatenated into one
+int32 tensor of 16-bit words with ``starts`` (lanes + 1 offsets).
+
+- ``quantize_frequencies(counts, prob_bits)``: counts -> frequencies summing to M exactly, every
+  occurring symbol >= 1;
+- ``rans_encode(symbols, freqs, lanes)``: the encoder (NumPy, sequential per lane; encoding is
+  done once, offline, when a checkpoint is compressed);
+- ``rans_decode(words, starts, freqs, num_symbols)``: the decoder op; ``rans_decode_reference``
+  is plain PyTorch (vectorised over lanes, one loop over steps), the Triton kernel runs one
+  thread per lane.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from icml26.kernels.dispatch import register_op
+
+STATE_LOW = 1 << 16  # L: the state's lower bound
+WORD_BITS = 16
+
+
+class RansStreams(NamedTuple):
+    """``words`` (W,) int32 holding 16-bit words; ``starts`` (lanes + 1,) int64 offsets."""
+
+    words: torch.Tensor
+    starts: torch.Tensor
+
+
+def quantize_frequencies(counts, prob_bits: int = 12) -> torch.Tensor:
+    """Integer frequencies summing to ``2^prob_bits``, proportional to ``counts``; every symbol
+    with a nonzero count gets at least 1 (so it stays encodable). (A,) int64."""
+    counts = torch.as_tensor(counts, dtype=torch.float64)
+    if counts.dim() != 1 or counts.numel() == 0 or (counts < 0).any():
+        raise ValueError("counts must be a non-empty 1-D array of non-negative numbers")
+    if not 1 <= prob_bits <= 16:
+        raise ValueError(f"prob_bits must be in [1, 16], got {prob_bits}")
+    M = 1 << prob_bits
+    present = counts > 0
+    if int(present.sum()) > M:
+        raise ValueError(f"{int(present.sum())} distinct symbols do not fit in 2^{prob_bits} slots")
+    if not present.any():
+        raise ValueError("counts are all zero")
+    freqs = torch.where(present, torch.clamp(torch.floor(counts / counts.sum() * M), min=1), 0)
+    # Fix the total by adjusting the largest entries (they lose the least, relatively).
+    diff = M - int(freqs.sum())
+    order = torch.argsort(counts, descending=True)
+    i = 0
+    while diff != 0:
+        j = order[i % int(present.sum())]
+        if diff > 0:
+            freqs[j] += 1
+            diff -= 1
+        elif freqs[j] > 1:
+            freqs[j] -= 1
+            diff += 1
+        i += 1
+    return freqs.to(torch.int64)
+
+
+def _check_freqs(freqs: torch.Tensor) -> int:
+    if (
+        not isinstance(freqs, torch.Tensor)
+        or freqs.dim() != 1
+        or freqs.dtype
+        not in (
+            torch.int32,
+            torch.int64,
+        )
+    ):
+        raise TypeError("freqs must be a 1-D int32/int64 tensor")
+    total = int(freqs.sum())
+    prob_bits = total.bit_length() - 1
+    if total != 1 << prob_bits or not 1 <= prob_bits <= 16 or (freqs < 0).any():
+        raise ValueError(f"freqs must be >= 0 and sum to a power of two <= 2^16, got sum {total}")
+    return prob_bits
+
+
+def rans_encode(symbols, freqs: torch.Tensor, lanes: int = 32) -> RansStreams:
+    """Encode ``symbols`` (1-D ints in [0, A)) with ``freqs`` into ``lanes`` interleaved streams."""
+    prob_bits = _check_freqs(freqs)
+    sym = np.asarray(torch.as_tensor(symbols).cpu(), dtype=np.int64).ravel()
+    f = freqs.cpu().numpy().astype(np.int64)
+    if sym.size and (sym.min() < 0 or sym.max() >= f.size):
+        raise ValueError(f"symbols must be in [0, {f.size}), got [{sym.min()}, {sym.max()}]")
+    if sym.size and (f[sym] == 0).any():
+        raise ValueError("a symbol to encode has frequency 0")
+    if lanes < 1:
+        raise ValueError(f"lanes must be >= 1, got {lanes}")
+    c = np.concatenate([[0], np.cumsum(f)[:-1]])
+    x_max_unit = 1 << (32 - prob_bits)
+    streams = []
+    for lane in range(lanes):
+        x = STATE_LOW
+        emitted: list[int] = []
+        for s in sym[lane::lanes][::-1].tolist():
+            fs = int(f[s])
+            if x >= x_max_unit * fs:
+                emitted.append(x & 0xFFFF)
+                x >>= WORD_BITS
+            x = ((x // fs) << prob_bits) + (x % fs) + int(c[s])
+        # The decoder reads the final state first, then the words in reverse emission order.
+        streams.append([x >> WORD_BITS, x & 0xFFFF, *emitted[::-1]])
+    starts = np.concatenate([[0], np.cumsum([len(s) for s in streams])])
+    words = np.concatenate([np.asarray(s, dtype=np.int32) for s in streams])
+    return RansStreams(torch.from_numpy(words), torch.from_numpy(starts.astype(np.int64)))
+
+
+def _check_decode(words, starts, freqs, num_symbols) -> int:
+    prob_bits = _check_freqs(freqs)
+    if not isinstance(words, torch.Tensor) or words.dim() != 1 or words.dtype != torch.int32:
+        raise TypeError("words must be a 1-D int32 tensor of 16-bit words")
+    if not isinstance(starts, torch.Tensor) or starts.dim() != 1 or starts.numel() < 2:
+        raise ValueError("starts must be a 1-D tensor of lanes + 1 offsets")
+    if int(starts[-1]) != words.numel() or (starts.diff() < 2).any():
+        raise ValueError("starts must end at len(words) and give every lane >= 2 words (its state)")
+    if num_symbols < 0:
+        raise ValueError(f"num_symbols must be >= 0, got {num_symbols}")
+    return prob_bits
+
+
+def rans_decode_reference(
+    words: torch.Tensor, starts: torch.Tensor, freqs: torch.Tensor, num_symbols: int
+) -> torch.Tensor:
+    """Decode ``num_symbols`` symbols from interleaved streams; (num_symbols,) int64."""
+    prob_bits = _check_decode(words, starts, freqs, num_symbols)
+    device = words.device
+    lanes = starts.numel() - 1
+    M = 1 << prob_bits
+    f = freqs.to(device, torch.int64)
+    c = torch.cumsum(f, 0) - f
+    symbol_of_slot = torch.repeat_interleave(torch.arange(f.numel(), device=device), f)  # (M,)
+    w = words.to(torch.int64)
+    ptr = starts[:-1].to(device, torch.int64)
+    x = (w[ptr] << WORD_BITS) | w[ptr + 1]  # (lanes,)
+    ptr = ptr + 2
+    out = torch.empty(num_symbols, dtype=torch.int64, device=device)
+    lane_ids = torch.arange(lanes, device=device)
+    for step in range((num_symbols + lanes - 1) // lanes):
+        idx = step * lanes + lane_ids
+        active = idx < num_symbols
+        slot = x & (M - 1)
+        s = symbol_of_slot[slot]
+        x_dec = f[s] * (x >> prob_bits) + slot - c[s]
+        need = active & (x_dec < STATE_LOW)
+        word = w[torch.where(need, ptr, torch.zeros_like(ptr))]
+        x = torch.where(active, torch.where(need, (x_dec << WORD_BITS) | word, x_dec), x)
+        ptr = ptr + need.to(torch.int64)
+        out[idx[active]] = s[active]
+    return out
+
+
+rans_decode = register_op(
+    "rans_decode", rans_decode_reference, "icml26.kernels._triton_entropy:rans_decode_triton"
+)
