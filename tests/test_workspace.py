@@ -36,6 +36,7 @@ def test_every_expected_member_is_there():
         "icml26-santa",
         "icml26-streamflow",
         "icml26-rerooter",
+        "icml26-lucid",
     } <= names
 
 

@@ -1,0 +1,120 @@
+"""``icml26-lucid bench``: LUCID vs softmax attention (SDPA), forward+backward and decode, by T.
+
+On CPU it times the path ``lucid_attention`` takes there (the reference solve + SDPA); on CUDA
+the Triton solve + SDPA (FlashAttention) against SDPA alone, with peak memory. Ratios come from
+one run; the issue's goals (on a GPU): forward+backward within 1.5x of FlashAttention-2 at T=8K,
+decode within 1.1x of standard decode.
+"""
+
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from icml26.kernels.lucid import lucid_attention
+from icml26.lucid.attention import lucid_append
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Time (and, on CUDA, peak memory) of LUCID vs SDPA across sequence lengths."""
+
+    seq_lens: tuple[int, ...] = (128, 256, 512, 1024)
+    """Sequence lengths T."""
+    batch: int = 1
+    """Batch size."""
+    heads: int = 8
+    """Query heads."""
+    kv_heads: int = 2
+    """KV heads (GQA)."""
+    head_dim: int = 64
+    """Head dimension."""
+    repeats: int = 3
+    """Timed repetitions (the best is kept)."""
+    device: str = "cuda" if torch.cuda.is_available() else "cpu"
+    """Where to run."""
+
+
+def _time(fn, repeats: int, device: str) -> tuple[float, float]:
+    fn()  # warm-up (Triton compilation, allocator)
+    best, peak = float("inf"), float("nan")
+    for _ in range(repeats):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        t = time.perf_counter()
+        fn()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() / 2**20
+        best = min(best, time.perf_counter() - t)
+    return best, peak
+
+
+def _bench_one(cfg: BenchConfig, T: int, dtype: torch.dtype) -> dict:
+    group = cfg.heads // cfg.kv_heads
+    g = torch.Generator().manual_seed(T)
+    shape_q = (cfg.batch, cfg.heads, T, cfg.head_dim)
+    shape_kv = (cfg.batch, cfg.kv_heads, T, cfg.head_dim)
+    q = torch.randn(shape_q, generator=g).to(cfg.device, dtype)
+    k = torch.randn(shape_kv, generator=g).to(cfg.device, dtype)
+    v = torch.randn(shape_kv, generator=g).to(cfg.device, dtype)
+
+    def sdpa(qq, kk, vv):
+        return F.scaled_dot_product_attention(
+            qq, kk.repeat_interleave(group, 1), vv.repeat_interleave(group, 1), is_causal=True
+        )
+
+    def train_step(attn):
+        qq, kk, vv = (t.detach().requires_grad_() for t in (q, k, v))
+        attn(qq, kk, vv).float().sum().backward()
+
+    t_l, m_l = _time(lambda: train_step(lucid_attention), cfg.repeats, cfg.device)
+    t_s, m_s = _time(lambda: train_step(sdpa), cfg.repeats, cfg.device)
+    # Decode: one new token against a cache of T - 1 (LUCID: append its V' row, then SDPA).
+    q1, k1, v1 = q[:, :, -1:], k[:, :, -1:], v[:, :, -1:]
+    kc, vc = k[:, :, :-1], v[:, :, :-1]
+
+    def decode_lucid():
+        vp1 = lucid_append(kc, vc, k1, v1).to(dtype)
+        return sdpa(q1, torch.cat([kc, k1], 2), torch.cat([vc, vp1], 2))
+
+    def decode_sdpa():
+        return sdpa(q1, torch.cat([kc, k1], 2), torch.cat([vc, v1], 2))
+
+    with torch.no_grad():
+        d_l, _ = _time(decode_lucid, cfg.repeats, cfg.device)
+        d_s, _ = _time(decode_sdpa, cfg.repeats, cfg.device)
+    return {
+        "T": T,
+        "fwd+bwd ratio": t_l / t_s,
+        "decode ratio": d_l / d_s,
+        "fwd+bwd s lucid": t_l,
+        "fwd+bwd s sdpa": t_s,
+        "peak MiB lucid": m_l,
+        "peak MiB sdpa": m_s,
+    }
+
+
+def run_bench(cfg: BenchConfig) -> list[dict]:
+    """Print and return one row per T: time ratios LUCID / SDPA (and peak memory on CUDA)."""
+    if min(cfg.seq_lens, default=0) < 1 or cfg.heads % cfg.kv_heads or cfg.repeats < 1:
+        raise ValueError(f"need seq_lens >= 1, heads % kv_heads == 0, repeats >= 1: {cfg}")
+    if cfg.device == "cpu":
+        torch.set_num_threads(1)
+    dtype = torch.bfloat16 if cfg.device.startswith("cuda") else torch.float32
+    print(
+        f"device {cfg.device}, {dtype}, B={cfg.batch}, H={cfg.heads}/{cfg.kv_heads}, "
+        f"D={cfg.head_dim}"
+    )
+    print(f"{'T':>6s} {'fwd+bwd LUCID/SDPA':>19s} {'decode LUCID/SDPA':>18s} {'peak MiB':>20s}")
+    rows = []
+    for T in cfg.seq_lens:
+        r = _bench_one(cfg, T, dtype)
+        rows.append(r)
+        print(
+            f"{T:>6d} {r['fwd+bwd ratio']:>19.2f} {r['decode ratio']:>18.2f} "
+            f"{r['peak MiB lucid']:>9.1f}/{r['peak MiB sdpa']:<9.1f}"
+        )
+    return rows

@@ -1,0 +1,163 @@
+"""Training loops for the demo: MQAR steps-to-solve and a character LM on Python's docs.
+
+Both run unchanged under ``torchrun``: with a process group initialised, the model is wrapped in
+DistributedDataParallel and each rank draws its own batches (seed + rank).
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from icml26.lucid.model import TinyLM, TinyLMConfig
+from icml26.lucid.tasks import char_tokens, mqar_batch, pydoc_text
+
+
+@dataclass(frozen=True)
+class MQARRun:
+    """The outcome of one MQAR training run."""
+
+    steps_to_solve: int | None
+    """First evaluation step with accuracy >= the threshold (None: not within the budget)."""
+    final_accuracy: float
+    """Accuracy on the fixed evaluation batch at the end."""
+    curve: list[tuple[int, float]]
+    """(step, evaluation accuracy)."""
+
+
+def _rank_world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _wrap(model: nn.Module) -> nn.Module:
+    return nn.parallel.DistributedDataParallel(model) if _rank_world()[1] > 1 else model
+
+
+def train_mqar(
+    kind: str,
+    seq_len: int,
+    pairs: int,
+    steps: int,
+    seed: int,
+    *,
+    vocab: int = 65,
+    dim: int = 64,
+    layers: int = 2,
+    heads: int = 2,
+    batch: int = 64,
+    lr: float = 3e-3,
+    eval_every: int = 25,
+    threshold: float = 0.99,
+    progress: bool = False,
+) -> MQARRun:
+    """Train a fresh ``TinyLM`` (attention ``kind``) on MQAR; stop once it is solved."""
+    rank, world = _rank_world()
+    torch.manual_seed(seed)  # same initial weights on every rank (DDP broadcasts them anyway)
+    model = TinyLM(
+        TinyLMConfig(
+            vocab_size=vocab, max_len=seq_len, dim=dim, layers=layers, heads=heads, kind=kind
+        )
+    )
+    wrapped = _wrap(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
+    data_gen = torch.Generator().manual_seed(seed * 1000 + 1 + rank)
+    eval_x, eval_y = mqar_batch(
+        256, seq_len, pairs, vocab, torch.Generator().manual_seed(10_000 + seed)
+    )
+    curve: list[tuple[int, float]] = []
+    solved_at = None
+    for step in tqdm(
+        range(1, steps + 1),
+        desc=f"MQAR {kind} T={seq_len} P={pairs} seed {seed}",
+        disable=not progress,
+        leave=False,
+    ):
+        x, y = mqar_batch(batch // world, seq_len, pairs, vocab, data_gen)
+        loss = F.cross_entropy(wrapped(x).flatten(0, 1), y.flatten(), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if step % eval_every == 0 or step == steps:
+            acc = mqar_accuracy(model, eval_x, eval_y)
+            curve.append((step, acc))
+            if acc >= threshold:
+                solved_at = step
+                break
+    return MQARRun(solved_at, curve[-1][1], curve)
+
+
+@torch.no_grad()
+def mqar_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Fraction of query positions whose argmax is the right value."""
+    model.eval()
+    pred = model(x).argmax(-1)
+    model.train()
+    asked = y != -100
+    return (pred[asked] == y[asked]).double().mean().item()
+
+
+def train_char_lm(
+    kind: str,
+    steps: int,
+    seed: int,
+    *,
+    seq_len: int = 128,
+    dim: int = 64,
+    layers: int = 2,
+    heads: int = 2,
+    batch: int = 32,
+    lr: float = 3e-3,
+    progress: bool = False,
+) -> dict[str, float]:
+    """Train a character LM on ``pydoc_data.topics`` (90% train / 10% held out); return the
+    held-out loss in nats per character, and the train loss at the end."""
+    rank, world = _rank_world()
+    tokens = char_tokens(pydoc_text())
+    split = int(0.9 * len(tokens))
+    train, held = tokens[:split], tokens[split:]
+    torch.manual_seed(seed)
+    model = TinyLM(
+        TinyLMConfig(
+            vocab_size=128, max_len=seq_len, dim=dim, layers=layers, heads=heads, kind=kind
+        )
+    )
+    wrapped = _wrap(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 50) * 0.5 * (1 + math.cos(math.pi * s / steps))
+    )
+    g = torch.Generator().manual_seed(seed * 1000 + 7 + rank)
+
+    def sample(source: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
+        starts = torch.randint(0, len(source) - seq_len - 1, (n,), generator=gen)
+        return torch.stack([source[s : s + seq_len + 1] for s in starts.tolist()])
+
+    train_loss = math.nan
+    for _ in tqdm(
+        range(steps), desc=f"char LM {kind} seed {seed}", disable=not progress, leave=False
+    ):
+        chunk = sample(train, batch // world, g)
+        logits = wrapped(chunk[:, :-1])
+        loss = F.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        train_loss = loss.item()
+    held_batch = sample(held, 128, torch.Generator().manual_seed(99))
+    model.eval()
+    with torch.no_grad():
+        held_loss = F.cross_entropy(
+            model(held_batch[:, :-1]).flatten(0, 1), held_batch[:, 1:].flatten()
+        ).item()
+    return {"held-out loss": held_loss, "train loss": train_loss}

@@ -1,0 +1,59 @@
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from icml26.lucid import lucid_attention_reference, register_lucid
+from icml26.lucid.hf import lucid_attention_forward
+from icml26.testing import assert_close
+
+CONFIG = dict(
+    vocab_size=64,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+)
+
+
+def _model():
+    register_lucid()
+    torch.manual_seed(0)
+    return LlamaForCausalLM._from_config(LlamaConfig(**CONFIG), attn_implementation="lucid").eval()
+
+
+def test_generate_with_the_cache_matches_a_full_forward():
+    model = _model()
+    x = torch.randint(1, 64, (2, 5), generator=torch.Generator().manual_seed(0))  # 0 is padding
+    out = model.generate(
+        x,
+        max_new_tokens=7,
+        do_sample=False,
+        output_logits=True,
+        return_dict_in_generate=True,
+        pad_token_id=0,
+    )
+    stepwise = torch.stack(out.logits, 1)  # (B, 7, vocab)
+    full = model(out.sequences).logits[:, 4:11]
+    assert_close(stepwise, full, atol=1e-5, rtol=1e-5)
+
+
+def test_the_interface_function_is_lucid_attention():
+    model = _model()
+    attn = model.model.layers[0].self_attn
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(1, 4, 9, 8, generator=g)
+    k = torch.randn(1, 2, 9, 8, generator=g)
+    v = torch.randn(1, 2, 9, 8, generator=g)
+    got, _ = lucid_attention_forward(attn, q, k, v, None, scaling=8**-0.5)
+    ref = lucid_attention_reference(q.double(), k.double(), v.double())
+    assert_close(got.transpose(1, 2).double(), ref, atol=1e-5, rtol=1e-5)  # HF returns (B, T, H, D)
+
+
+def test_training_step_through_transformers():
+    model = _model().train()
+    x = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(2))
+    loss = model(x, labels=x).loss
+    loss.backward()
+    grad = model.model.layers[0].self_attn.k_proj.weight.grad
+    assert torch.isfinite(loss) and grad is not None and grad.abs().sum() > 0
