@@ -1,6 +1,5 @@
 import math
 
-import numpy as np
 import pytest
 
 from icml26.rerooter import (
@@ -111,4 +110,3 @@ def test_heuristic_rerooter_finds_easy_levels_fast():
     guide = UniformPolicy(heuristic=True)
     solved = sum(sqrt_lts(e, guide, HeuristicRerooter(), 5000).solved for e in levels)
     assert solved >= 4
-    assert np.isfinite(solved)

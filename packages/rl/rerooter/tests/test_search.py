@@ -83,7 +83,7 @@ def test_slenderness_recurrence_matches_the_direct_sum():
             terms = extend_terms(terms, math.exp(lp))
             logp += lp
         assert terms_cost(terms, logp) == pytest.approx(slenderness_reference(lps), rel=1e-12)
-        # lambda(n; root) = sum_j 1/pi(n_j) lies between (d+1)... and (d+1)/pi(n)
+        # lambda(n; root) = sum_j 1/pi(n_j) <= (d + 1)/pi(n): the LTS bound's slenderness form
         assert slenderness_reference(lps) <= math.log(d + 1) - logp + 1e-12
 
 

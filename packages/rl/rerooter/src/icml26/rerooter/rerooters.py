@@ -90,7 +90,7 @@ class ClusterRerooter(Rerooter):
         self.counts = {}
         w = self.tree.w
         for node, cid in enumerate(self.membership):
-            if w[node] == w[node]:  # not nan: expanded
+            if not math.isnan(w[node]):  # w is set on expansion
                 self.counts[cid] = self.counts.get(cid, 0) + 1
 
     def weight(self, node: int) -> float:

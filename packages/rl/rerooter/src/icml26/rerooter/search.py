@@ -206,7 +206,6 @@ def best_first_search(
     policy: list[list[float] | None] = []  # log pi(. | n), filled when n is evaluated
     slender: list[float] = []  # a(n) = lambda(n; root) pi(n), slenderness LTS
     terms: list[Terms] = []  # live √LTS terms of n (rerooted)
-    cost: list[float] = []
     open_list: list[tuple[float, int]] = []
     pending: list[int] = []
     result = SearchResult(False, [], 0, 0)
@@ -222,7 +221,6 @@ def best_first_search(
         policy.append(None)
         slender.append(a)
         terms.append(t)
-        cost.append(math.nan)
         return len(states) - 1
 
     def evaluate() -> None:
@@ -248,7 +246,6 @@ def best_first_search(
                 c = _naive_cost(i)
             else:
                 c = terms_cost(terms[i], log_prob[i])
-            cost[i] = c
             heapq.heappush(open_list, (c, i))
         pending.clear()
         if rerooter is not None and len(states) > 1:  # the root's batch precedes reset()
