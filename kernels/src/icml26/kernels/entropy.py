@@ -19,8 +19,8 @@ int32 tensor of 16-bit words with ``starts`` (lanes + 1 offsets).
 
 - ``quantize_frequencies(counts, prob_bits)``: counts -> frequencies summing to M exactly, every
   occurring symbol >= 1;
-- ``rans_encode(symbols, freqs, lanes)``: the encoder (NumPy, sequential per lane; encoding is
-  done once, offline, when a checkpoint is compressed);
+- ``rans_encode(symbols, freqs, lanes)``: the encoder (NumPy, vectorised over lanes like the
+  reference decoder; encoding is done once, offline, when a checkpoint is compressed);
 - ``rans_decode(words, starts, freqs, num_symbols)``: the decoder op; ``rans_decode_reference``
   is plain PyTorch (vectorised over lanes, one loop over steps), the Triton kernel runs one
   thread per lane.
@@ -106,20 +106,38 @@ def rans_encode(symbols, freqs: torch.Tensor, lanes: int = 32) -> RansStreams:
         raise ValueError(f"lanes must be >= 1, got {lanes}")
     c = np.concatenate([[0], np.cumsum(f)[:-1]])
     x_max_unit = 1 << (32 - prob_bits)
-    streams = []
-    for lane in range(lanes):
-        x = STATE_LOW
-        emitted: list[int] = []
-        for s in sym[lane::lanes][::-1].tolist():
-            fs = int(f[s])
-            if x >= x_max_unit * fs:
-                emitted.append(x & 0xFFFF)
-                x >>= WORD_BITS
-            x = ((x // fs) << prob_bits) + (x % fs) + int(c[s])
-        # The decoder reads the final state first, then the words in reverse emission order.
-        streams.append([x >> WORD_BITS, x & 0xFFFF, *emitted[::-1]])
-    starts = np.concatenate([[0], np.cumsum([len(s) for s in streams])])
-    words = np.concatenate([np.asarray(s, dtype=np.int32) for s in streams])
+    # All lanes advance together, one symbol each per step (vectorised over lanes; the loop runs
+    # n / lanes times). Lane l holds symbols l, l + lanes, ...; rANS encodes them in reverse, so
+    # step t visits position (steps - 1 - t) of every lane that is that long.
+    n = sym.size
+    steps = -(-n // lanes)
+    padded = np.full(steps * lanes, -1, dtype=np.int64)
+    padded[:n] = sym
+    grid = padded.reshape(steps, lanes)  # grid[t, l] = symbol t * lanes + l
+    x = np.full(lanes, STATE_LOW, dtype=np.int64)
+    emitted = np.zeros((steps, lanes), dtype=np.int64)  # word emitted at each step, if any
+    did_emit = np.zeros((steps, lanes), dtype=bool)
+    for t in range(steps - 1, -1, -1):
+        s = grid[t]
+        live = s >= 0
+        s_safe = np.where(live, s, 0)
+        fs = f[s_safe]
+        emit = live & (x >= x_max_unit * fs)
+        emitted[t] = x & 0xFFFF
+        did_emit[t] = emit
+        x = np.where(emit, x >> WORD_BITS, x)
+        x = np.where(live, ((x // np.maximum(fs, 1)) << prob_bits) + (x % np.maximum(fs, 1)) + c[s_safe], x)
+    # Per lane: final state (two words), then the emitted words in decode order, which is the
+    # order of increasing t (the encoder emitted them at decreasing t).
+    counts = did_emit.sum(axis=0)
+    lengths = 2 + counts
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    words = np.empty(int(starts[-1]), dtype=np.int32)
+    words[starts[:-1]] = x >> WORD_BITS
+    words[starts[:-1] + 1] = x & 0xFFFF
+    lane_of, t_of = np.nonzero(did_emit.T)  # lane-major, t increasing within a lane
+    rank = np.arange(lane_of.size) - np.concatenate([[0], np.cumsum(counts)])[lane_of]
+    words[starts[lane_of] + 2 + rank] = emitted[t_of, lane_of]
     return RansStreams(torch.from_numpy(words), torch.from_numpy(starts.astype(np.int64)))
 
 
