@@ -121,12 +121,12 @@ def rans_encode(symbols, freqs: torch.Tensor, lanes: int = 32) -> RansStreams:
         s = grid[t]
         live = s >= 0
         s_safe = np.where(live, s, 0)
-        fs = f[s_safe]
+        fs = np.maximum(f[s_safe], 1)  # dead lanes divide by 1 and keep their state
         emit = live & (x >= x_max_unit * fs)
         emitted[t] = x & 0xFFFF
         did_emit[t] = emit
         x = np.where(emit, x >> WORD_BITS, x)
-        x = np.where(live, ((x // np.maximum(fs, 1)) << prob_bits) + (x % np.maximum(fs, 1)) + c[s_safe], x)
+        x = np.where(live, ((x // fs) << prob_bits) + (x % fs) + c[s_safe], x)
     # Per lane: final state (two words), then the emitted words in decode order, which is the
     # order of increasing t (the encoder emitted them at decreasing t).
     counts = did_emit.sum(axis=0)
