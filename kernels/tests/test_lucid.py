@@ -10,6 +10,7 @@ from icml26.kernels import Backend, triton_available
 from icml26.kernels.lucid import (
     lucid_attention,
     lucid_attention_reference,
+    lucid_decode,
     lucid_decode_reference,
     lucid_preconditioner,
     lucid_solve,
@@ -163,6 +164,44 @@ def test_triton_attention_with_gqa_matches_the_reference(monkeypatch):
     assert_close(got, ref, atol=1e-4, rtol=1e-4)
 
 
+@needs_triton
+@pytest.mark.parametrize(
+    "B,H,Hkv,N,D,dtype",
+    [
+        (2, 4, 2, 37, 16, torch.float32),  # GQA, N not a multiple of the block
+        (1, 3, 1, 0, 8, torch.float32),  # empty cache: the output is v_t
+        (1, 2, 2, 70, 12, torch.float16),  # D not a power of two, several blocks
+        (2, 6, 2, 5, 32, torch.float32),
+    ],
+)
+def test_triton_fused_decode_matches_the_reference(monkeypatch, B, H, Hkv, N, D, dtype):
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    g = torch.Generator().manual_seed(N)
+    q, k_new, v_new = (torch.randn(B, h, D, generator=g) for h in (H, Hkv, Hkv))
+    # a preallocated cache filled up to N: non-contiguous along the head dimension
+    k_buf, v_buf = (torch.randn(B, Hkv, N + 9, D, generator=g) for _ in range(2))
+    k_cache, vp_cache = k_buf[:, :, :N], v_buf[:, :, :N]
+    args = [t.to(dtype) for t in (q, k_cache, vp_cache, k_new, v_new)]
+    out, vp_t = lucid_decode(*args, scale=0.3)
+    assert lucid_decode.last_backend is Backend.TRITON
+    ref_out, ref_vp = lucid_decode_reference(*(t.double() for t in args), scale=0.3)
+    atol, rtol = lucid_decode.tolerance(dtype)
+    assert out.dtype == dtype and vp_t.dtype == torch.float32
+    assert_close(out, ref_out, atol=atol, rtol=rtol)
+    assert_close(vp_t, ref_vp, atol=atol, rtol=rtol)
+
+
+def test_decode_bad_inputs():
+    q, k, v = torch.zeros(1, 2, 8), torch.zeros(1, 1, 3, 8), torch.zeros(1, 1, 8)
+    with pytest.raises(ValueError, match="head dimension"):
+        lucid_decode(q, k[..., :4], k, v, v)
+    with pytest.raises(ValueError, match="share"):
+        lucid_decode(q, k, k, torch.zeros(1, 1, 4), v)
+    with pytest.raises(ValueError, match="NaN"):
+        lucid_decode(q, k.clone().fill_(float("nan")), k, v, v)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cuda_solve_matches_the_reference(monkeypatch, dtype):
@@ -176,3 +215,17 @@ def test_cuda_solve_matches_the_reference(monkeypatch, dtype):
         atol=1e-3,
         rtol=1e-3,
     )
+
+
+@pytest.mark.gpu
+def test_cuda_fused_decode_matches_the_reference(monkeypatch):
+    monkeypatch.delenv("ICML26_KERNELS", raising=False)
+    g = torch.Generator().manual_seed(0)
+    q, k_new, v_new = (torch.randn(2, h, 64, generator=g) for h in (8, 2, 2))
+    k_cache, vp_cache = (torch.randn(2, 2, 3000, 64, generator=g) for _ in range(2))
+    args = (q, k_cache, vp_cache, k_new, v_new)
+    out, vp_t = lucid_decode(*(t.cuda() for t in args))
+    assert lucid_decode.last_backend is Backend.TRITON
+    ref_out, ref_vp = lucid_decode_reference(*(t.double() for t in args))
+    assert_close(out.cpu().double(), ref_out, atol=1e-4, rtol=1e-4)
+    assert_close(vp_t.cpu().double(), ref_vp, atol=1e-4, rtol=1e-4)

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from icml26.kernels.lucid import check_lucid_inputs, compute_dtype
+from icml26.kernels.lucid import check_decode_inputs, check_lucid_inputs, compute_dtype
 
 
 @triton.jit
@@ -199,3 +199,173 @@ def lucid_solve_triton(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     if compute_dtype(k.dtype) != torch.float32:
         raise TypeError("the Triton LUCID solve computes in fp32: use the reference for fp64")
     return _LucidSolve.apply(k, v)
+
+
+# -- the fused decode step ----------------------------------------------------------------------
+# One program per (batch, KV head) serves the G = H / H_kv query heads of its group. A single pass
+# over the cache reads each (k_j, v'_j) block once and feeds both sums of the decode rule:
+#
+#     acc_L = sum_{j<N} L_tj v'_j,  L_tj = exp(sqrt(d) (u_t . u_j - 1))   -> v'_t = v_t - acc_L
+#     online softmax over s_gj = scale q_g . k_j  (running max m_g, sum l_g, acc_g)
+#
+# and the new token's own term (key k_t, value v'_t) joins the softmax after the pass.
+@triton.jit
+def _lucid_decode_kernel(
+    Q,  # (B, H_kv, G, D)
+    KC,  # (B, H_kv, N, D)
+    VC,  # (B, H_kv, N, D) V' cache
+    KN,  # (B, H_kv, D)
+    VN,  # (B, H_kv, D)
+    OUT,  # (B, H_kv, G, D) fp32
+    VPN,  # (B, H_kv, D) fp32: v'_t
+    N,
+    G,
+    D,
+    H_KV,
+    scale,
+    sqrt_d,
+    sq_b,
+    sq_h,
+    sq_g,
+    skc_b,
+    skc_h,
+    skc_n,
+    svc_b,
+    svc_h,
+    svc_n,
+    skn_b,
+    skn_h,
+    svn_b,
+    svn_h,
+    BLOCK_N: tl.constexpr,
+    BLOCK_G: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    b = pid // H_KV
+    h = pid % H_KV
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_g = tl.arange(0, BLOCK_G)
+    dmask = offs_d < D
+    gmask = offs_g < G
+    q = tl.load(
+        Q + b * sq_b + h * sq_h + offs_g[:, None] * sq_g + offs_d[None, :],
+        mask=gmask[:, None] & dmask[None, :],
+        other=0.0,
+    ).to(tl.float32)  # (BLOCK_G, BLOCK_D)
+    k_new = tl.load(KN + b * skn_b + h * skn_h + offs_d, mask=dmask, other=0.0).to(tl.float32)
+    v_new = tl.load(VN + b * svn_b + h * svn_h + offs_d, mask=dmask, other=0.0).to(tl.float32)
+    u_new = k_new / tl.sqrt(tl.sum(k_new * k_new, 0))
+    acc_l = tl.zeros([BLOCK_D], dtype=tl.float32)
+    m = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
+    l = tl.zeros([BLOCK_G], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
+    for start in range(0, N, BLOCK_N):
+        offs_n = start + tl.arange(0, BLOCK_N)
+        nmask = offs_n < N
+        kv_mask = nmask[:, None] & dmask[None, :]
+        k = tl.load(
+            KC + b * skc_b + h * skc_h + offs_n[:, None] * skc_n + offs_d[None, :],
+            mask=kv_mask,
+            other=0.0,
+        ).to(tl.float32)  # (BLOCK_N, BLOCK_D)
+        vp = tl.load(
+            VC + b * svc_b + h * svc_h + offs_n[:, None] * svc_n + offs_d[None, :],
+            mask=kv_mask,
+            other=0.0,
+        ).to(tl.float32)
+        # the preconditioner row: L_tj for this block of cached tokens
+        k_norm = tl.sqrt(tl.sum(k * k, 1))
+        cos = tl.sum(k * u_new[None, :], 1) / tl.where(nmask, k_norm, 1.0)
+        l_row = tl.where(nmask, tl.exp(sqrt_d * (cos - 1.0)), 0.0)  # (BLOCK_N,)
+        acc_l += tl.sum(l_row[:, None] * vp, 0)
+        # the attention scores of every query head of the group on the same rows
+        s = tl.sum(q[:, None, :] * k[None, :, :], 2) * scale  # (BLOCK_G, BLOCK_N)
+        s = tl.where(nmask[None, :], s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, 1))
+        alpha = tl.exp(m - m_new)
+        p = tl.exp(s - m_new[:, None])
+        l = l * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * vp[None, :, :], 1)
+        m = m_new
+    vp_new = v_new - acc_l
+    s_new = tl.sum(q * k_new[None, :], 1) * scale  # (BLOCK_G,)
+    m_new = tl.maximum(m, s_new)
+    alpha = tl.exp(m - m_new)
+    p_new = tl.exp(s_new - m_new)
+    l = l * alpha + p_new
+    acc = acc * alpha[:, None] + p_new[:, None] * vp_new[None, :]
+    out = acc / l[:, None]
+    base = pid * G * D
+    tl.store(
+        OUT + base + offs_g[:, None] * D + offs_d[None, :],
+        out,
+        mask=gmask[:, None] & dmask[None, :],
+    )
+    tl.store(VPN + pid * D + offs_d, vp_new, mask=dmask)
+
+
+def lucid_decode_triton(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    vp_cache: torch.Tensor,
+    k_new: torch.Tensor,
+    v_new: torch.Tensor,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One fused decode step (see ``lucid_decode_reference``): (out (B, H, D) in q's dtype,
+    v'_t (B, H_kv, D) fp32)."""
+    check_decode_inputs(q, k_cache, vp_cache, k_new, v_new)
+    if compute_dtype(q.dtype) != torch.float32:
+        raise TypeError("the Triton LUCID decode computes in fp32: use the reference for fp64")
+    B, H, D = q.shape
+    H_kv, N = k_cache.shape[1], k_cache.shape[2]
+    G = H // H_kv
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    # (B, H, D) -> (B, H_kv, G, D): query head h_kv * G + g belongs to KV head h_kv
+    q4 = q.reshape(B, H_kv, G, D)
+    if q4.stride(-1) != 1:
+        q4 = q4.contiguous()
+
+    def last_contiguous(t):
+        return t if t.stride(-1) == 1 else t.contiguous()
+
+    kc, vc = last_contiguous(k_cache), last_contiguous(vp_cache)
+    kn, vn = last_contiguous(k_new), last_contiguous(v_new)
+    out = torch.empty(B, H_kv, G, D, device=q.device, dtype=torch.float32)
+    vp_t = torch.empty(B, H_kv, D, device=q.device, dtype=torch.float32)
+    block_d = triton.next_power_of_2(D)
+    block_g = triton.next_power_of_2(G)
+    block_n = max(16, min(64, 4096 // (block_d * block_g)))
+    _lucid_decode_kernel[(B * H_kv,)](
+        q4,
+        kc,
+        vc,
+        kn,
+        vn,
+        out,
+        vp_t,
+        N,
+        G,
+        D,
+        H_kv,
+        scale,
+        math.sqrt(D),
+        q4.stride(0),
+        q4.stride(1),
+        q4.stride(2),
+        kc.stride(0),
+        kc.stride(1),
+        kc.stride(2),
+        vc.stride(0),
+        vc.stride(1),
+        vc.stride(2),
+        kn.stride(0),
+        kn.stride(1),
+        vn.stride(0),
+        vn.stride(1),
+        BLOCK_N=block_n,
+        BLOCK_G=block_g,
+        BLOCK_D=block_d,
+    )
+    return out.reshape(B, H, D).to(q.dtype), vp_t

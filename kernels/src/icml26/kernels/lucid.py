@@ -25,7 +25,8 @@ Ops here:
 - ``lucid_attention(q, k, v)``: ``V'`` from ``lucid_solve``, then PyTorch's
   ``scaled_dot_product_attention`` (FlashAttention / memory-efficient kernels on CUDA) on
   ``(Q, K, V')``. ``lucid_attention_reference`` spells the whole thing out with an explicit softmax.
-- ``lucid_decode_reference``: one decode step against a (K, V') cache.
+- ``lucid_decode_reference``: one decode step against a (K, V') cache; ``lucid_decode`` the op
+  (fused Triton kernel: one pass over the cache for both sums).
 """
 
 import math
@@ -125,20 +126,8 @@ def lucid_attention_reference(
     return (torch.softmax(scores, dim=-1) @ _expand_kv(vp, heads)).to(q.dtype)
 
 
-def lucid_decode_reference(
-    q: torch.Tensor,
-    k_cache: torch.Tensor,
-    vp_cache: torch.Tensor,
-    k_new: torch.Tensor,
-    v_new: torch.Tensor,
-    scale: float | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One decode step: ``v'_t = v_t - sum_{j<t} L_tj v'_j``, then softmax over the cache.
-
-    q (B, H, D) for the new token; k_cache, vp_cache (B, H_kv, N, D) for the N earlier tokens
-    (N may be 0); k_new, v_new (B, H_kv, D). Returns (out (B, H, D) in q's dtype,
-    v'_t (B, H_kv, D) in the solve's precision, to append to the cache).
-    """
+def check_decode_inputs(q, k_cache, vp_cache, k_new, v_new) -> None:
+    """Shapes, dtypes and finiteness of one decode step's inputs (clear errors)."""
     for name, t, nd in (("q", q, 3), ("k_new", k_new, 3), ("v_new", v_new, 3)):
         _check_tensor(name, t, nd)
     for name, t in (("k_cache", k_cache), ("vp_cache", vp_cache)):
@@ -153,6 +142,31 @@ def lucid_decode_reference(
         )
     if q.shape[1] % k_new.shape[1]:
         raise ValueError(f"query heads ({q.shape[1]}) must be a multiple of KV heads")
+    D = q.shape[-1]
+    if v_new.shape != k_new.shape or q.shape[0] != k_new.shape[0] or k_new.shape[-1] != D:
+        raise ValueError(
+            f"q {tuple(q.shape)}, k_new {tuple(k_new.shape)} and v_new {tuple(v_new.shape)} must "
+            "share the batch and head dimension (and k_new, v_new their shape)"
+        )
+    if k_cache.shape[-1] != D or vp_cache.shape[-1] != D:
+        raise ValueError(f"the caches' last dimension must be the head dimension {D}")
+
+
+def lucid_decode_reference(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    vp_cache: torch.Tensor,
+    k_new: torch.Tensor,
+    v_new: torch.Tensor,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One decode step: ``v'_t = v_t - sum_{j<t} L_tj v'_j``, then softmax over the cache.
+
+    q (B, H, D) for the new token; k_cache, vp_cache (B, H_kv, N, D) for the N earlier tokens
+    (N may be 0); k_new, v_new (B, H_kv, D). Returns (out (B, H, D) in q's dtype,
+    v'_t (B, H_kv, D) in the solve's precision, to append to the cache).
+    """
+    check_decode_inputs(q, k_cache, vp_cache, k_new, v_new)
     ct = compute_dtype(q.dtype)
     d = k_new.shape[-1]
     u_new = F.normalize(k_new.to(ct), dim=-1)  # (B, H_kv, D)
@@ -169,6 +183,15 @@ def lucid_decode_reference(
 
 
 # -- the public ops ------------------------------------------------------------------------------
+lucid_decode = register_op(
+    "lucid_decode",
+    lucid_decode_reference,
+    "icml26.kernels._triton_lucid:lucid_decode_triton",
+    tolerances={torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 2e-3)},
+)
+"""One decode step against a (K, V') cache; on CUDA the fused Triton kernel: a single pass over
+the cache feeds both the V' update and the online softmax."""
+
 lucid_solve = register_op(
     "lucid_solve",
     lucid_solve_reference,

@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -40,6 +44,34 @@ def test_module_with_cache_matches_the_full_forward(kind):
     steps = [layer(x[:, :6], cache)] + [layer(x[:, t : t + 1], cache) for t in range(6, 13)]
     assert cache.length == 13
     assert_close(torch.cat(steps, 1), full, atol=1e-10, rtol=1e-10)
+
+
+FUSED_DECODE_CHECK = """
+import torch
+from icml26.lucid import LucidAttention, LucidCache
+from icml26.kernels.lucid import lucid_decode
+torch.manual_seed(1)
+layer = LucidAttention(24, num_heads=4, num_kv_heads=2)
+x = torch.randn(1, 9, 24)
+with torch.no_grad():
+    full = layer(x)
+    cache = LucidCache()
+    steps = [layer(x[:, :4], cache)] + [layer(x[:, t : t + 1], cache) for t in range(4, 9)]
+assert lucid_decode.last_backend.name == "TRITON", lucid_decode.last_backend
+print((torch.cat(steps, 1) - full).abs().max().item())
+"""
+
+
+def test_decoding_through_the_fused_triton_kernel():
+    # A fresh process: Triton's interpreter must be switched on before triton is first imported
+    # (transformers, imported by this package, may import it earlier in this one).
+    pytest.importorskip("triton")
+    env = {**os.environ, "ICML26_KERNELS": "interpret", "TRITON_INTERPRET": "1"}
+    res = subprocess.run(
+        [sys.executable, "-c", FUSED_DECODE_CHECK], capture_output=True, text=True, env=env
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert float(res.stdout.strip().splitlines()[-1]) < 1e-4
 
 
 def test_module_equals_the_reference_op():

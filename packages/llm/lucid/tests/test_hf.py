@@ -22,7 +22,17 @@ def _model():
     return LlamaForCausalLM._from_config(LlamaConfig(**CONFIG), attn_implementation="lucid").eval()
 
 
-def test_generate_with_the_cache_matches_a_full_forward():
+def test_generate_with_the_cache_matches_a_full_forward(monkeypatch):
+    import icml26.kernels.lucid as ops
+
+    solved_rows = []
+    solve = ops.lucid_solve
+
+    def counting_solve(k, v):
+        solved_rows.append(k.shape[2])
+        return solve(k, v)
+
+    monkeypatch.setattr(ops, "lucid_solve", counting_solve)
     model = _model()
     x = torch.randint(1, 64, (2, 5), generator=torch.Generator().manual_seed(0))  # 0 is padding
     out = model.generate(
@@ -34,7 +44,10 @@ def test_generate_with_the_cache_matches_a_full_forward():
         pad_token_id=0,
     )
     stepwise = torch.stack(out.logits, 1)  # (B, 7, vocab)
-    full = model(out.sequences).logits[:, 4:11]
+    # each layer solved the 5-token prompt once; the 6 decode steps only appended V' rows
+    assert solved_rows == [5, 5]
+    full = model(out.sequences).logits[:, 4:11]  # with autograd on: always a full solve
+    assert solved_rows == [5, 5, 12, 12]
     assert_close(stepwise, full, atol=1e-5, rtol=1e-5)
 
 

@@ -26,6 +26,7 @@ from torch import nn
 from icml26.kernels.lucid import (
     compute_dtype,
     lucid_attention,
+    lucid_decode,
     lucid_preconditioner,
 )
 
@@ -129,6 +130,13 @@ class LucidAttention(nn.Module):
                     is_causal=True,
                     scale=scale,
                 )
+        elif self.kind == "lucid" and T == 1 and cache.k is not None:
+            # One generated token: the fused decode op (a single pass over the cache computes
+            # v'_t and the attention output; the Triton kernel on CUDA).
+            out_t, vp_t = lucid_decode(q[:, :, 0], cache.k, cache.v, k[:, :, 0], v[:, :, 0], scale)
+            cache.k = torch.cat([cache.k, k], dim=2)
+            cache.v = torch.cat([cache.v, vp_t.to(v.dtype)[:, :, None]], dim=2)
+            out = out_t[:, :, None]
         else:
             N = cache.length
             if self.kind == "lucid":

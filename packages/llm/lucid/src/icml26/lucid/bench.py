@@ -12,8 +12,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from icml26.kernels.lucid import lucid_attention
-from icml26.lucid.attention import lucid_append
+from icml26.kernels.lucid import lucid_attention, lucid_decode
 
 
 @dataclass(frozen=True)
@@ -72,13 +71,15 @@ def _bench_one(cfg: BenchConfig, T: int, dtype: torch.dtype) -> dict:
 
     t_l, m_l = _time(lambda: train_step(lucid_attention), cfg.repeats, cfg.device)
     t_s, m_s = _time(lambda: train_step(sdpa), cfg.repeats, cfg.device)
-    # Decode: one new token against a cache of T - 1 (LUCID: append its V' row, then SDPA).
+    # Decode: one new token against a cache of T - 1, the cache append included in both. LUCID:
+    # the fused decode op (one pass over the cache for v'_t and the attention; Triton on CUDA).
     q1, k1, v1 = q[:, :, -1:], k[:, :, -1:], v[:, :, -1:]
     kc, vc = k[:, :, :-1], v[:, :, :-1]
 
     def decode_lucid():
-        vp1 = lucid_append(kc, vc, k1, v1).to(dtype)
-        return sdpa(q1, torch.cat([kc, k1], 2), torch.cat([vc, vp1], 2))
+        out, vp1 = lucid_decode(q1[:, :, 0], kc, vc, k1[:, :, 0], v1[:, :, 0])
+        torch.cat([kc, k1], 2), torch.cat([vc, vp1[:, :, None].to(dtype)], 2)
+        return out
 
     def decode_sdpa():
         return sdpa(q1, torch.cat([kc, k1], 2), torch.cat([vc, v1], 2))

@@ -12,11 +12,18 @@ The function receives the layer's query (B, H, T_q, D) and the cache's full key 
 ``icml26.kernels.lucid.lucid_solve``, and hands (Q, K, V') to transformers' own SDPA path (masks,
 GQA and scaling as for ``"sdpa"``).
 
-Two caveats. The HF cache stores V, not V', so each decode step re-solves the whole prefix
-(O(T_k^2 d) per step instead of O(T_k d)); ``LucidAttention`` with a ``LucidCache`` is the
-efficient path. And L has no padding mask: left-padded tokens enter the preconditioner of every
-later token, so batch generation must use right padding or no padding.
+The HF cache stores V, not V'. So that a decode step does not re-solve the whole prefix
+(O(T_k^2 d) per step), each attention module keeps, outside autograd only (inference), the K, V
+and V' of its previous call: when the new call's K and V start with exactly those rows (checked,
+O(T_k d)), only the new rows are solved (``lucid_append``, O(T_k d) per token); anything else
+(a new prompt, beam reordering, training) solves from scratch. The price is one extra reference
+to the previous step's K and V per layer while generating.
+
+L has no padding mask: left-padded tokens enter the preconditioner of every later token, so batch
+generation must use right padding or no padding.
 """
+
+import torch
 
 IMPLEMENTATION = "lucid"
 
@@ -25,10 +32,36 @@ def lucid_attention_forward(module, query, key, value, attention_mask, **kwargs)
     """The ``AttentionInterface`` function: SDPA on (Q, K, L^{-1} V)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from icml26.kernels.lucid import lucid_solve
-
-    vp = lucid_solve(key, value).to(value.dtype)
+    vp = _preconditioned_values(module, key, value).to(value.dtype)
     return sdpa_attention_forward(module, query, key, vp, attention_mask, **kwargs)
+
+
+def _preconditioned_values(module, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """V' = L^{-1} V for (B, H_kv, T_k, D) key/value, reusing the module's previous V' rows."""
+    from icml26.kernels.lucid import lucid_solve
+    from icml26.lucid.attention import lucid_append
+
+    if torch.is_grad_enabled():
+        module._lucid_prefix = None
+        return lucid_solve(key, value)
+    prev = getattr(module, "_lucid_prefix", None)
+    vp = None
+    if prev is not None:
+        k_old, v_old, vp_old = prev
+        N = k_old.shape[2]
+        if (
+            k_old.shape[:2] == key.shape[:2]
+            and 0 < N < key.shape[2]
+            and torch.equal(key[:, :, :N], k_old)
+            and torch.equal(value[:, :, :N], v_old)
+        ):
+            vp_new = lucid_append(k_old, vp_old, key[:, :, N:], value[:, :, N:])
+            vp = torch.cat([vp_old, vp_new], dim=2)
+    if vp is None:
+        vp = lucid_solve(key, value)
+    # a plain attribute, not a buffer: never saved, never moved, never part of the state dict
+    module._lucid_prefix = (key, value, vp)
+    return vp
 
 
 def register_lucid() -> str:
