@@ -10,9 +10,10 @@ value-column chunk) walks the row blocks in order (each block needs every earlie
 
 The backward solve ``dV = L^{-T} dV'`` is the same loop run from the last block to the first with
 the transposed blocks (``(L_ji)^T = exp(sqrt(d) (U_i U_j^T - 1))`` for j > i: the same formula)
-and ``D_i^{-T}``. The gradient through ``L`` to the keys is computed in PyTorch from
-``dL = -dV V'^T`` (strictly lower part), which materialises a (T, T) matrix per head: a fused
-kernel for it is future work. All arithmetic is fp32 (inputs are upcast); fp32 ``tl.dot`` runs in
+and ``D_i^{-T}``. The gradient through ``L`` to the keys, from ``dL = -dV V'^T`` on the strict
+lower triangle, is a second kernel that builds each (row block, column block) of dL and L on the
+fly (one program per row block, both triangle halves), so no (T, T) matrix is stored. All
+arithmetic is fp32 (inputs are upcast); fp32 ``tl.dot`` runs in
 IEEE precision, not TF32, because the solve amplifies rounding.
 """
 
@@ -155,6 +156,108 @@ def _substitute(
     return out
 
 
+@triton.jit
+def _lucid_key_grad_kernel(
+    U,  # (BH, T, DK) unit keys, fp32
+    G,  # (BH, T, DV) dV = L^{-T} dV', fp32
+    VP,  # (BH, T, DV) V', fp32
+    OUT,  # (BH, T, DK) fp32: d loss / d u
+    T,
+    DK,
+    DV,
+    NB,
+    sqrt_d,
+    BLOCK: tl.constexpr,
+    BLOCK_DK: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+):
+    # With dC_ab = -(g_a . v'_b) L_ab sqrt(d) for a > b (the strict lower triangle of L; the unit
+    # diagonal is constant), the gradient w.r.t. the unit keys is
+    #     du_i = sum_{b < i} dC_ib u_b  +  sum_{a > i} dC_ai u_a,
+    # built here block by block: row block i against every column block j (both parts), so no
+    # (T, T) matrix is ever stored.
+    bh = tl.program_id(0)
+    i = tl.program_id(1)
+    r = tl.arange(0, BLOCK)
+    ck = tl.arange(0, BLOCK_DK)
+    cv = tl.arange(0, BLOCK_DV)
+    kmask = ck < DK
+    vmask = cv < DV
+    rows = i * BLOCK + r
+    rmask = rows < T
+    base_k = bh * T * DK
+    base_v = bh * T * DV
+    u_i = tl.load(
+        U + base_k + rows[:, None] * DK + ck[None, :],
+        mask=rmask[:, None] & kmask[None, :],
+        other=0.0,
+    )
+    g_i = tl.load(
+        G + base_v + rows[:, None] * DV + cv[None, :],
+        mask=rmask[:, None] & vmask[None, :],
+        other=0.0,
+    )
+    vp_i = tl.load(
+        VP + base_v + rows[:, None] * DV + cv[None, :],
+        mask=rmask[:, None] & vmask[None, :],
+        other=0.0,
+    )
+    acc = tl.zeros([BLOCK, BLOCK_DK], dtype=tl.float32)
+    for j in range(0, NB):
+        cols = j * BLOCK + r
+        cmask = cols < T
+        u_j = tl.load(
+            U + base_k + cols[:, None] * DK + ck[None, :],
+            mask=cmask[:, None] & kmask[None, :],
+            other=0.0,
+        )
+        l_ij = tl.exp(sqrt_d * (tl.dot(u_i, tl.trans(u_j), input_precision="ieee") - 1.0))
+        valid = rmask[:, None] & cmask[None, :]
+        if j <= i:  # rows of block i as a, columns of block j as b < a
+            vp_j = tl.load(
+                VP + base_v + cols[:, None] * DV + cv[None, :],
+                mask=cmask[:, None] & vmask[None, :],
+                other=0.0,
+            )
+            d_c = -tl.dot(g_i, tl.trans(vp_j), input_precision="ieee") * l_ij * sqrt_d
+            d_c = tl.where(valid & (cols[None, :] < rows[:, None]), d_c, 0.0)
+            acc += tl.dot(d_c, u_j, input_precision="ieee")
+        if j >= i:  # rows of block j as a > i (b = rows of block i): L_ab = l_ij transposed
+            g_j = tl.load(
+                G + base_v + cols[:, None] * DV + cv[None, :],
+                mask=cmask[:, None] & vmask[None, :],
+                other=0.0,
+            )
+            d_c_t = -tl.dot(vp_i, tl.trans(g_j), input_precision="ieee") * l_ij * sqrt_d  # [b, a]
+            d_c_t = tl.where(valid & (cols[None, :] > rows[:, None]), d_c_t, 0.0)
+            acc += tl.dot(d_c_t, u_j, input_precision="ieee")
+    tl.store(
+        OUT + base_k + rows[:, None] * DK + ck[None, :], acc, mask=rmask[:, None] & kmask[None, :]
+    )
+
+
+def _key_grad(u: torch.Tensor, g: torch.Tensor, vp: torch.Tensor, block: int) -> torch.Tensor:
+    bh, T, dk = u.shape
+    dv = g.shape[-1]
+    out = torch.empty_like(u)
+    nb = triton.cdiv(T, block)
+    _lucid_key_grad_kernel[(bh, nb)](
+        u.contiguous(),
+        g.contiguous(),
+        vp.contiguous(),
+        out,
+        T,
+        dk,
+        dv,
+        nb,
+        math.sqrt(dk),
+        BLOCK=block,
+        BLOCK_DK=max(16, triton.next_power_of_2(dk)),
+        BLOCK_DV=max(16, triton.next_power_of_2(dv)),
+    )
+    return out
+
+
 class _LucidSolve(torch.autograd.Function):
     @staticmethod
     def forward(ctx, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -179,12 +282,8 @@ class _LucidSolve(torch.autograd.Function):
         grad_v = _substitute(u, g, dinv.transpose(-1, -2).contiguous(), reverse=True)
         grad_k = None
         if ctx.needs_input_grad[0]:
-            sqrt_d = math.sqrt(dk)
-            lower = torch.ones(T, T, dtype=torch.bool, device=u.device).tril(-1)
-            L = torch.exp(sqrt_d * (u @ u.transpose(-1, -2) - 1.0))
-            # dL = -dV V'^T on the strict lower triangle (the unit diagonal is constant).
-            d_cos = torch.where(lower, -(grad_v @ vp.transpose(-1, -2)) * L * sqrt_d, 0.0)
-            grad_u = d_cos @ u + d_cos.transpose(-1, -2) @ u  # c_ij = u_i . u_j
+            # d loss / d u by the fused kernel: no (T, T) matrix.
+            grad_u = _key_grad(u, grad_v, vp, _block_size(T))
             # u = k / ||k||: project out the radial part.
             grad_u = grad_u.view(B, H, T, dk)
             uu = u.view(B, H, T, dk)
