@@ -10,16 +10,24 @@
    with no tests fails;
 3. the workspace tests in ``tests/`` (packaging, independence, version pins, docs).
 Prints a summary table and exits non-zero if anything failed.
+
+Steps 2 and 3 run ``--jobs`` at a time (default 2, or ``ICML26_CI_JOBS``): each job slot has its
+own project environment (``UV_PROJECT_ENVIRONMENT``, a temporary folder outside the repository),
+so concurrent ``uv run --exact`` calls never re-sync each other's packages. A job's output is
+printed in one piece when it finishes.
 """
 
 import argparse
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,17 +57,30 @@ class Row:
 ENV = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
 
 
+PRINT_LOCK = threading.Lock()
+
+
 def run(cmd: list[str], **kw) -> int:
     print(f"\n$ {' '.join(cmd)}", flush=True)
     return subprocess.run(cmd, cwd=ROOT, env=ENV, **kw).returncode
 
 
-def pytest_row(name: str, cmd: list[str]) -> Row:
+def run_captured(cmd: list[str], env: dict[str, str]) -> int:
+    """Run ``cmd`` with its output captured, then print command and output in one piece."""
+    res = subprocess.run(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    with PRINT_LOCK:
+        print(f"\n$ {' '.join(cmd)}\n{res.stdout}", end="", flush=True)
+    return res.returncode
+
+
+def pytest_row(name: str, cmd: list[str], env: dict[str, str] | None = None) -> Row:
     row = Row(name)
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
         start = time.perf_counter()
-        code = run([*cmd, f"--junitxml={junit}", "-p", "no:cacheprovider"])
+        code = run_captured([*cmd, f"--junitxml={junit}", "-p", "no:cacheprovider"], env or ENV)
         row.seconds = time.perf_counter() - start
         if junit.exists():
             suites = ET.parse(junit).getroot()
@@ -108,7 +129,15 @@ def main() -> int:
         "--changed", metavar="REF", help="only members touched since REF (and dependents)"
     )
     ap.add_argument("--runslow", action="store_true", help="also run tests marked slow")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("ICML26_CI_JOBS", "2")),
+        help="test runs at a time, each in its own environment (default 2)",
+    )
     args = ap.parse_args()
+    if args.jobs < 1:
+        ap.error("--jobs must be >= 1")
     extra = ["--runslow"] if args.runslow else []
 
     rows: list[Row] = []
@@ -123,30 +152,35 @@ def main() -> int:
 
     all_members = members()
     selected = changed_members(args.changed, all_members) if args.changed else all_members
+    jobs: list[tuple[str, list[str]]] = []
+    if not args.changed or selected == all_members:
+        # the longest run (it builds and installs every wheel) starts first
+        dev = [UV, "run", "--locked", "--exact", "--only-group", "dev"]
+        jobs.append(("tests/ (workspace)", [*dev, "pytest", "tests", *extra]))
     for m in selected:
-        rows.append(
-            pytest_row(
+        jobs.append(
+            (
                 m.name,
                 [UV, "run", "--locked", "--exact", "--package", m.name, "pytest", m.rel, *extra],
             )
         )
-    if not args.changed or selected == all_members:
-        rows.append(
-            pytest_row(
-                "tests/ (workspace)",
-                [
-                    UV,
-                    "run",
-                    "--locked",
-                    "--exact",
-                    "--only-group",
-                    "dev",
-                    "pytest",
-                    "tests",
-                    *extra,
-                ],
-            )
-        )
+    with tempfile.TemporaryDirectory(prefix="icml26-ci-") as envs:
+        slots: queue.Queue[dict[str, str]] = queue.Queue()
+        for i in range(args.jobs):
+            slots.put({**ENV, "UV_PROJECT_ENVIRONMENT": str(Path(envs) / f"venv{i}")})
+
+        def job(name: str, cmd: list[str]) -> Row:
+            env = slots.get()
+            try:
+                return pytest_row(name, cmd, env)
+            finally:
+                slots.put(env)
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            futures = [pool.submit(job, name, cmd) for name, cmd in jobs]
+            results = [f.result() for f in futures]
+    # the table keeps the usual order: members first, then the workspace tests
+    rows += sorted(results, key=lambda r: r.name == "tests/ (workspace)")
 
     width = max(len(r.name) for r in rows) + 2
     print(f"\n{'member':<{width}}{'passed':>8}{'failed':>8}{'skipped':>9}{'seconds':>9}  note")

@@ -199,7 +199,7 @@ def test_decode_bad_inputs():
     with pytest.raises(ValueError, match="share"):
         lucid_decode(q, k, k, torch.zeros(1, 1, 4), v)
     with pytest.raises(ValueError, match="NaN"):
-        lucid_decode(q, k.clone().fill_(float("nan")), k, v, v)
+        lucid_decode(q, k, k, v.clone().fill_(float("nan")), v)
 
 
 @pytest.mark.gpu

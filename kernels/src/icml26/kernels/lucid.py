@@ -127,14 +127,14 @@ def lucid_attention_reference(
 
 
 def check_decode_inputs(q, k_cache, vp_cache, k_new, v_new) -> None:
-    """Shapes, dtypes and finiteness of one decode step's inputs (clear errors)."""
+    """Shapes and dtypes of one decode step's inputs, finiteness of the new token's tensors."""
     for name, t, nd in (("q", q, 3), ("k_new", k_new, 3), ("v_new", v_new, 3)):
         _check_tensor(name, t, nd)
     for name, t in (("k_cache", k_cache), ("vp_cache", vp_cache)):
+        # The caches are not scanned for NaN: they hold what earlier (checked) steps wrote, and a
+        # full scan per generated token would cost as much as the step itself.
         if not isinstance(t, torch.Tensor) or t.dim() != 4:
             raise ValueError(f"{name} must be a (B, H_kv, N, D) tensor")
-        if not torch.isfinite(t).all():
-            raise ValueError(f"{name} contains NaN or infinite values")
     if k_cache.shape[:3] != vp_cache.shape[:3] or k_cache.shape[:2] != k_new.shape[:2]:
         raise ValueError(
             f"k_cache {tuple(k_cache.shape)}, vp_cache {tuple(vp_cache.shape)} and k_new "
@@ -170,15 +170,22 @@ def lucid_decode_reference(
     ct = compute_dtype(q.dtype)
     d = k_new.shape[-1]
     u_new = F.normalize(k_new.to(ct), dim=-1)  # (B, H_kv, D)
-    u_cache = F.normalize(k_cache.to(ct), dim=-1)  # (B, H_kv, N, D)
-    l_row = torch.exp(math.sqrt(d) * (torch.einsum("bhd,bhnd->bhn", u_new, u_cache) - 1.0))
+    # cos(k_t, k_j) = u_t . k_j / ||k_j|| (F.normalize's 1e-12 floor): no normalised copy of K
+    k_norm = k_cache.to(ct).norm(dim=-1).clamp_min(1e-12)  # (B, H_kv, N)
+    cos = torch.einsum("bhd,bhnd->bhn", u_new, k_cache.to(ct)) / k_norm
+    l_row = torch.exp(math.sqrt(d) * (cos - 1.0))
     vp_new = v_new.to(ct) - torch.einsum("bhn,bhnd->bhd", l_row, vp_cache.to(ct))
-    keys = torch.cat([k_cache.to(ct), k_new.to(ct)[:, :, None]], dim=2)  # (B, H_kv, N+1, D)
-    vals = torch.cat([vp_cache.to(ct), vp_new[:, :, None]], dim=2)
-    heads = q.shape[1]
+    # Softmax over the N cached keys and the new one; the G = H / H_kv query heads of a group
+    # share their KV head (no copy of the cache).
+    B, H, _ = q.shape
+    H_kv, N = k_cache.shape[1], k_cache.shape[2]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
-    scores = torch.einsum("bhd,bhnd->bhn", q.to(ct), _expand_kv(keys, heads)) * scale
-    out = torch.einsum("bhn,bhnd->bhd", torch.softmax(scores, -1), _expand_kv(vals, heads))
+    qg = q.to(ct).view(B, H_kv, H // H_kv, d)  # (B, H_kv, G, D)
+    s_cache = torch.einsum("bhgd,bhnd->bhgn", qg, k_cache.to(ct)) * scale
+    s_new = torch.einsum("bhgd,bhd->bhg", qg, k_new.to(ct)) * scale
+    p = torch.softmax(torch.cat([s_cache, s_new[..., None]], -1), -1)  # (B, H_kv, G, N + 1)
+    out = torch.einsum("bhgn,bhnd->bhgd", p[..., :N], vp_cache.to(ct))
+    out = (out + p[..., N:] * vp_new[:, :, None]).reshape(B, H, d)
     return out.to(q.dtype), vp_new
 
 
