@@ -113,6 +113,7 @@ def test_decode_step_equals_the_last_row():
         (dict(q=torch.zeros(2, 3, 19, 16, dtype=torch.float64)), ValueError, "multiple"),
         (dict(v=torch.zeros(2, 2, 18, 16, dtype=torch.float64)), ValueError, "share"),
         (dict(q=torch.full((2, 4, 19, 16), float("nan"), dtype=torch.float64)), ValueError, "NaN"),
+        (dict(v=torch.full((2, 2, 19, 16), float("inf"), dtype=torch.float64)), ValueError, "NaN"),
         (dict(q=torch.zeros(2, 4, 19, 16, dtype=torch.float32)), TypeError, "share a dtype"),
         (dict(k=torch.zeros(2, 2, 19, 16, dtype=torch.int64)), TypeError, "floating"),
         (dict(q=torch.zeros(4, 19, 16, dtype=torch.float64)), ValueError, "4 dimensions"),

@@ -38,23 +38,28 @@ from icml26.kernels.dispatch import register_op
 
 
 # -- validation ----------------------------------------------------------------------------------
-def _check_tensor(name: str, t, ndim: int) -> None:
+def _check_tensor(name: str, t, ndim: int, scan: bool = True) -> None:
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dim() != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
     if not t.is_floating_point():
         raise TypeError(f"{name} must be floating point, got {t.dtype}")
-    if not torch.isfinite(t).all():
+    if scan and not torch.isfinite(t).all():
         raise ValueError(f"{name} contains NaN or infinite values")
 
 
-def check_lucid_inputs(q: torch.Tensor | None, k: torch.Tensor, v: torch.Tensor) -> None:
-    """(B, H, T, D) queries (optional), (B, H_kv, T, D) keys and values with H % H_kv == 0."""
+def check_lucid_inputs(
+    q: torch.Tensor | None, k: torch.Tensor, v: torch.Tensor, scan_kv: bool = True
+) -> None:
+    """(B, H, T, D) queries (optional), (B, H_kv, T, D) keys and values with H % H_kv == 0.
+
+    ``scan_kv=False`` skips the NaN/inf scan of k and v, for callers that pass them on to
+    ``lucid_solve`` (which scans them): one pass over the keys and values, not two."""
     if q is not None:
         _check_tensor("q", q, 4)
-    _check_tensor("k", k, 4)
-    _check_tensor("v", v, 4)
+    _check_tensor("k", k, 4, scan_kv)
+    _check_tensor("v", v, 4, scan_kv)
     if k.shape[:3] != v.shape[:3]:
         raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must share (B, H_kv, T)")
     if k.shape[2] == 0:
@@ -114,7 +119,7 @@ def lucid_attention_reference(
 
     q (B, H, T, D), k and v (B, H_kv, T, D); returns (B, H, T, D) in q's dtype.
     """
-    check_lucid_inputs(q, k, v)
+    check_lucid_inputs(q, k, v, scan_kv=False)  # the solve scans k and v
     ct = compute_dtype(q.dtype)
     vp = lucid_solve_reference(k, v)  # (B, H_kv, T, D)
     heads, T = q.shape[1], q.shape[2]
@@ -220,7 +225,7 @@ def lucid_attention(
     ``ICML26_KERNELS``) in fp32/fp64 and is cast to q's dtype for PyTorch's
     ``scaled_dot_product_attention``. Differentiable in q, k and v.
     """
-    check_lucid_inputs(q, k, v)
+    check_lucid_inputs(q, k, v, scan_kv=False)  # the solve scans k and v
     vp = lucid_solve(k, v).to(q.dtype)
     heads = q.shape[1]
     return F.scaled_dot_product_attention(
