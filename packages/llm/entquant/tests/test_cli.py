@@ -24,6 +24,18 @@ def test_quick_demo_writes_valid_results(tmp_path):
     assert 5 < rows["EntQuant lambda=0"]["bits/param"] < 8.5
 
 
+def test_rate_distortion_part_needs_a_baseline_to_compare_with():
+    from icml26.entquant.demo import _verdict
+
+    rows = {"EntQuant lambda=58": {"bits/param": 2.2, "KL": 1.0}}
+    run = {"m": {"rows": rows, "distortion": "KL"}}
+    assert _verdict(run, None)[2]["(a) rate-distortion"] is False
+    rows["RTN-2"] = {"bits/param": 2.5, "KL": 3.0}
+    assert _verdict(run, None)[2]["(a) rate-distortion"] is True
+    rows["RTN-2"]["KL"] = 0.5
+    assert _verdict(run, None)[2]["(a) rate-distortion"] is False
+
+
 def test_bad_config_is_a_clear_error(tmp_path, capsys):
     assert main(["demo", "--quick", "--models", "gpt5", "--out", str(tmp_path)]) == 2
     assert "models must be" in capsys.readouterr().err

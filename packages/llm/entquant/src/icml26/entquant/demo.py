@@ -283,7 +283,8 @@ def run_demo(cfg: DemoConfig) -> dict:
 
 
 def _verdict(per_model: dict, params_per_s: float | None) -> tuple[str, str, dict]:
-    a = True
+    # (a) needs at least one comparison: with no baseline below 4 bits it cannot hold.
+    a, compared = True, False
     for r in per_model.values():
         rows, key = r["rows"], r["distortion"]
         ent = {k: v for k, v in rows.items() if k.startswith("EntQuant")}
@@ -292,6 +293,8 @@ def _verdict(per_model: dict, params_per_s: float | None) -> tuple[str, str, dic
             best_base = min(v[key] for v in base.values() if v["bits/param"] == rate)
             cheaper = [v[key] for v in ent.values() if v["bits/param"] <= rate]
             a = a and bool(cheaper) and min(cheaper) < best_base
+            compared = True
+    a = a and compared
     b = params_per_s is not None and PARAMS_70B / params_per_s < 600
     held = a + b
     verdict = "reproduced" if held == 2 else "partly" if held else "not reproduced"
