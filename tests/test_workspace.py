@@ -38,6 +38,7 @@ def test_every_expected_member_is_there():
         "icml26-rerooter",
         "icml26-lucid",
         "icml26-entquant",
+        "icml26-hist",
     } <= names
 
 

@@ -166,8 +166,13 @@ def main() -> int:
         )
     with tempfile.TemporaryDirectory(prefix="icml26-ci-") as envs:
         slots: queue.Queue[dict[str, str]] = queue.Queue()
+        # jobs share the cores: without a thread cap each torch process starts one OpenMP thread
+        # per core, and spinning threads of concurrent jobs slow many-small-op tests 10x or more
+        threads = {}
+        if args.jobs > 1 and "OMP_NUM_THREADS" not in ENV:
+            threads = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // args.jobs))}
         for i in range(args.jobs):
-            slots.put({**ENV, "UV_PROJECT_ENVIRONMENT": str(Path(envs) / f"venv{i}")})
+            slots.put({**ENV, **threads, "UV_PROJECT_ENVIRONMENT": str(Path(envs) / f"venv{i}")})
 
         def job(name: str, cmd: list[str]) -> Row:
             env = slots.get()

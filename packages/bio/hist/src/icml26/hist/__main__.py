@@ -1,0 +1,5 @@
+import sys
+
+from icml26.hist.cli import main
+
+sys.exit(main())

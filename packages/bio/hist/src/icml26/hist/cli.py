@@ -1,0 +1,257 @@
+"""Command line: ``icml26-hist {demo,bench,train,evaluate,predict}``
+(also ``python -m icml26.hist``).
+
+Data for train / evaluate / predict: ``synthetic[:spots]`` (a generated cohort: 12 training
+slides, or 4 held-out ones for evaluate / predict), ``her2st`` (the bundled
+subset), ``her2st:/path/to/her2st`` (the original files, featurised here) or ``.h5ad`` files
+with ``obsm["spatial"]``, per-spot features in ``obsm[--features-key]`` and counts in ``X``.
+"""
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import tyro
+
+from icml26.hist.demo import DemoConfig, run_demo
+
+MODEL_NAMES = ("hist", "hist-no-tokens", "knn", "mlp")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Cost sweep: time and measured peak memory, HiST vs dense grid vs full attention."""
+
+    spots: tuple[int, ...] = (1000, 4000, 16000, 64000)
+    """Spot counts of the fixed-area sweep."""
+    side: int = 256
+    """Canvas side of the fixed-area sweep."""
+    sides: tuple[int, ...] = (64, 128, 256, 512, 1024)
+    """Canvas sides of the fixed-spots sweep (spots[0] spots)."""
+    dim: int = 64
+    """Model width."""
+    device: str = "cpu"
+    """cpu or cuda (on CUDA try --spots 100000 300000 600000 --side 1024)."""
+    max_dense_sites: int = 300_000
+    """Skip the dense grid beyond this many canvas cells."""
+    max_full_spots: int = 20_000
+    """Skip full attention beyond this many spots."""
+    threads: int = 1
+    """torch CPU threads (1 for steadier ratios)."""
+
+
+@dataclass(frozen=True)
+class TrainCLI:
+    """Train a model on slides; checkpoints (safetensors) in --out, resumable."""
+
+    out: Path
+    """Checkpoint folder."""
+    data: tuple[str, ...] = ("synthetic",)
+    """synthetic[:spots] | her2st | her2st:/path | slide .h5ad files."""
+    model: str = "hist"
+    """hist, hist-no-tokens, knn or mlp."""
+    dim: int = 512
+    """Width (the paper: 512)."""
+    stages: str = "111-21"
+    """HiST encoder-decoder depths."""
+    steps: int = 1000
+    """Optimizer steps."""
+    lr: float = 1e-4
+    """Peak learning rate."""
+    seed: int = 0
+    """Seed."""
+    checkpoint_every: int = 100
+    """Checkpoint interval in steps."""
+    resume: bool = False
+    """Continue from the latest checkpoint in --out."""
+    features_key: str = "features"
+    """obsm key of the per-spot features in .h5ad input."""
+    hexagonal: bool = False
+    """The .h5ad slides sit on a hexagonal (Visium) grid."""
+
+
+@dataclass(frozen=True)
+class EvaluateCLI:
+    """Evaluate a checkpoint on slides with counts: R2, Pearson, per-gene Pearson."""
+
+    checkpoint: Path
+    """Folder written by train (or save_pretrained)."""
+    data: tuple[str, ...] = ("synthetic",)
+    """synthetic[:spots] (held-out seeds) | her2st | her2st:/path | .h5ad files."""
+    features_key: str = "features"
+    """obsm key of the per-spot features in .h5ad input."""
+    hexagonal: bool = False
+    """The .h5ad slides sit on a hexagonal (Visium) grid."""
+
+
+@dataclass(frozen=True)
+class PredictCLI:
+    """Predict slides into AnnData (.h5ad) files."""
+
+    checkpoint: Path
+    """Folder written by train (or save_pretrained)."""
+    out: Path
+    """Output folder for <slide>.h5ad."""
+    data: tuple[str, ...] = ("synthetic",)
+    """synthetic[:spots] (held-out seeds) | her2st | her2st:/path | .h5ad files."""
+    features_key: str = "features"
+    """obsm key of the per-spot features in .h5ad input."""
+    hexagonal: bool = False
+    """The .h5ad slides sit on a hexagonal (Visium) grid."""
+
+
+def load_slides(data, features_key="features", hexagonal=False, held_out=False):
+    """Resolve the --data argument into a list of Slides."""
+    from icml26.hist.data import Slide, featurise_patches, load_her2st, load_her2st_subset
+    from icml26.hist.synthetic import make_cohort
+
+    slides = []
+    for item in data:
+        if item == "synthetic" or item.startswith("synthetic:"):
+            spots = item.partition(":")[2] or "1000"
+            if not spots.isdigit() or int(spots) < 16:
+                raise ValueError(f"--data {item!r}: synthetic:<spots per slide>, at least 16")
+            slides += make_cohort(4 if held_out else 12, int(spots), seed=10_000 if held_out else 0)
+        elif item == "her2st":
+            slides += list(load_her2st_subset().values())
+        elif item.startswith("her2st:"):
+            for s in ("C2", "C3", "C4", "C5", "C6"):
+                sec = load_her2st(item.split(":", 1)[1], s)
+                slides.append(
+                    Slide(
+                        s,
+                        sec.xy,
+                        featurise_patches(sec.patches),
+                        sec.counts,
+                        sec.genes,
+                        sec.spot_names,
+                    )
+                )
+        elif item.endswith(".h5ad"):
+            import anndata as ad
+
+            if not Path(item).is_file():
+                raise ValueError(f"{item} not found")
+            slides.append(
+                Slide.from_anndata(
+                    ad.read_h5ad(item), features_key, Path(item).stem, hexagonal=hexagonal
+                )
+            )
+        else:
+            raise ValueError(
+                f"--data {item!r}: expected synthetic, her2st, her2st:/path or a .h5ad file"
+            )
+    return slides
+
+
+def build_model(name: str, features: int, genes: int, dim: int, stages: str):
+    from icml26.hist.baselines import BaselineConfig, KNNAttention, SpotMLP
+    from icml26.hist.model import HiST, HiSTConfig
+
+    if name not in MODEL_NAMES:
+        raise ValueError(f"--model must be one of {MODEL_NAMES}, got {name!r}")
+    if name.startswith("hist"):
+        return HiST(HiSTConfig(features, genes, dim=dim, stages=stages, use_tokens=name == "hist"))
+    cls = KNNAttention if name == "knn" else SpotMLP
+    return cls(BaselineConfig(features, genes, dim=dim))
+
+
+def run_bench(cfg: BenchConfig) -> None:
+    import torch
+
+    from icml26.hist import cost
+
+    torch.set_num_threads(cfg.threads)
+    for title, points in (
+        (f"fixed area {cfg.side}x{cfg.side}", [(n, cfg.side) for n in cfg.spots]),
+        (f"fixed spots {cfg.spots[0]}", [(cfg.spots[0], s) for s in cfg.sides]),
+    ):
+        rows = cost.sweep(
+            points,
+            dim=cfg.dim,
+            device=cfg.device,
+            max_dense_sites=cfg.max_dense_sites,
+            max_full_spots=cfg.max_full_spots,
+            progress=lambda r: print(
+                f"  measured {r['spots']} spots on {r['side']}^2", file=sys.stderr
+            ),
+        )
+        print(f"{title}: forward + backward, seconds / peak MB (device {cfg.device})")
+        print(cost.format_rows(rows))
+
+
+def run_train(cfg: TrainCLI) -> None:
+    from icml26.hist.train import TrainConfig, train
+
+    slides = load_slides(cfg.data, cfg.features_key, cfg.hexagonal)
+    if any(s.counts is None for s in slides):
+        raise ValueError("training needs counts on every slide")
+    model = build_model(
+        cfg.model, slides[0].features.shape[1], slides[0].counts.shape[1], cfg.dim, cfg.stages
+    )
+    tc = TrainConfig(
+        steps=cfg.steps, lr=cfg.lr, seed=cfg.seed, checkpoint_every=cfg.checkpoint_every
+    )
+    res = train(model, slides, tc, out_dir=cfg.out, resume=cfg.resume)
+    print(
+        f"trained {cfg.model} for {res.steps} steps; last loss {res.losses[-1]:.4f}; "
+        f"checkpoints in {cfg.out}"
+    )
+
+
+def _load_checkpoint(path: Path):
+    from icml26.hist.model import SpotModel
+
+    latest = path / "latest.json"
+    if latest.is_file():  # a train folder: use its latest step
+        path = path / json.loads(latest.read_text())["folder"]
+    return SpotModel.from_pretrained(path)
+
+
+def run_evaluate(cfg: EvaluateCLI) -> None:
+    from icml26.hist.train import evaluate
+
+    model = _load_checkpoint(cfg.checkpoint)
+    res = evaluate(model, load_slides(cfg.data, cfg.features_key, cfg.hexagonal, held_out=True))
+    print(json.dumps(res, indent=2))
+
+
+def run_predict(cfg: PredictCLI) -> None:
+    from icml26.hist.io import atomic_write
+    from icml26.hist.train import predict_anndata
+
+    model = _load_checkpoint(cfg.checkpoint)
+    for slide in load_slides(cfg.data, cfg.features_key, cfg.hexagonal, held_out=True):
+        adata = predict_anndata(model, slide)
+        path = atomic_write(cfg.out / f"{slide.name}.h5ad", adata.write_h5ad, suffix=".h5ad")
+        print(f"wrote {path} ({adata.n_obs} spots x {adata.n_vars} genes)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg = tyro.extras.subcommand_cli_from_dict(
+        {
+            "demo": DemoConfig,
+            "bench": BenchConfig,
+            "train": TrainCLI,
+            "evaluate": EvaluateCLI,
+            "predict": PredictCLI,
+        },
+        prog="icml26-hist",
+        description="HiST: hierarchical sparse transformer, H&E -> spatial transcriptomics "
+        "(arXiv 2606.14251).",
+        args=sys.argv[1:] if argv is None else argv,
+    )
+    run = {
+        DemoConfig: run_demo,
+        BenchConfig: run_bench,
+        TrainCLI: run_train,
+        EvaluateCLI: run_evaluate,
+        PredictCLI: run_predict,
+    }[type(cfg)]
+    try:
+        run(cfg)
+    except ValueError as e:
+        print(f"icml26-hist: error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,69 @@
+import json
+
+from icml26.hist.cli import main
+from icml26.testing import run_cli, validate_results
+
+
+def test_quick_demo_writes_valid_results(tmp_path):
+    out = run_cli("icml26.hist", ["demo", "--quick", "--out", str(tmp_path)])
+    results = validate_results(tmp_path / "results.json")
+    assert results["package"] == "icml26-hist" and "verdict:" in out.stdout
+    assert (tmp_path / "hist.png").stat().st_size > 10_000
+    # the verdict follows from the numbers in the file
+    p = {m: v["pearson"] for m, v in results["synthetic"]["models"].items()}
+    a = p["HiST"] > p["HiST no tokens"] > p["MLP"]
+    assert results["verdict parts"]["(a) HiST > no-token > MLP"] == a
+    rows = results["cost"]["fixed spots"]
+    assert [r["side"] for r in rows] == [32, 48]
+    assert all(r["HiST"]["seconds"] > 0 for r in rows)
+    assert set(results["her2st"]["models"]) == {"HiST", "MLP"}
+
+
+def test_bad_demo_config_is_a_clear_error(tmp_path, capsys):
+    assert main(["demo", "--quick", "--parts", "everything", "--out", str(tmp_path)]) == 2
+    assert "parts must be" in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_train_evaluate_predict(tmp_path, capsys):
+    ckpt = tmp_path / "ckpt"
+    args = ["--data", "synthetic:40", "--dim", "16", "--steps", "3", "--checkpoint-every", "2"]
+    assert main(["train", "--out", str(ckpt), *args]) == 0
+    assert (ckpt / "latest.json").is_file()
+    capsys.readouterr()
+    assert main(["evaluate", "--checkpoint", str(ckpt), "--data", "synthetic:40"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert len(res["slides"]) == 4 and "pearson" in res["mean"]
+    assert (
+        main(
+            [
+                "predict",
+                "--checkpoint",
+                str(ckpt),
+                "--out",
+                str(tmp_path / "pred"),
+                "--data",
+                "synthetic:40",
+            ]
+        )
+        == 0
+    )
+    assert len(list((tmp_path / "pred").glob("*.h5ad"))) == 4
+    # resuming a finished run is a no-op that still reports
+    assert main(["train", "--out", str(ckpt), "--resume", *args]) == 0
+
+
+def test_bad_data_argument_is_a_clear_error(tmp_path, capsys):
+    assert main(["train", "--out", str(tmp_path), "--data", "slides.csv"]) == 2
+    assert "expected synthetic" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path), "--data", "missing.h5ad"]) == 2
+    assert "missing.h5ad not found" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path), "--model", "unet", "--data", "synthetic:40"]) == 2
+    assert "--model must be" in capsys.readouterr().err
+
+
+def test_bench_reports_ratios(capsys):
+    args = ["bench", "--spots", "60", "200", "--side", "16", "--sides", "16", "24", "--dim", "16"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "fixed area" in out and "fixed spots" in out and "x," in out
