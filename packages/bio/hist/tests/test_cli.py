@@ -14,7 +14,7 @@ def test_quick_demo_writes_valid_results(tmp_path):
     a = p["HiST"] > p["HiST no tokens"] > p["MLP"]
     assert results["verdict parts"]["(a) HiST > no-token > MLP"] == a
     rows = results["cost"]["fixed spots"]
-    assert [r["side"] for r in rows] == [32, 48]
+    assert [r["side"] for r in rows] == [24, 32]
     assert all(r["HiST"]["seconds"] > 0 for r in rows)
     assert set(results["her2st"]["models"]) == {"HiST", "MLP"}
 

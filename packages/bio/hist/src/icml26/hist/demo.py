@@ -99,12 +99,12 @@ class DemoConfig:
             train_slides=4,
             test_slides=2,
             spots=256,
-            steps=20,
-            her2st_steps=10,
+            steps=15,
+            her2st_steps=8,
             her2st_folds=1,
-            cost_spots=(256, 1024),
-            cost_side=48,
-            cost_sides=(32, 48),
+            cost_spots=(128, 512),
+            cost_side=32,
+            cost_sides=(24, 32),
         )
 
     def validate(self) -> None:
