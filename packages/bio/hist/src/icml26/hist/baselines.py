@@ -10,6 +10,7 @@
 """
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -107,24 +108,27 @@ def knn_graph(coords: torch.Tensor, k: int):
     return src, dst, (coords[dst] - coords[src]).float()
 
 
-@register
-class KNNAttention(SpotModel):
-    """STFlow-like local attention: each spot attends to its k nearest spots (and itself)."""
+class _AttentionStack(SpotModel):
+    """Embed -> attention blocks over ``graph(coords)`` (None: all pairs) -> head."""
 
     config_class = BaselineConfig
+    offset_bias: ClassVar[bool] = False
 
     def __init__(self, config: BaselineConfig):
         super().__init__(config)
         self.embed = nn.Sequential(
             nn.Linear(config.in_features, config.dim), nn.Dropout(config.dropout)
         )
-        self.blocks = nn.ModuleList(_Block(config, True) for _ in range(config.layers))
+        self.blocks = nn.ModuleList(_Block(config, self.offset_bias) for _ in range(config.layers))
         self.out_norm = nn.LayerNorm(config.dim)
         self.head = nn.Linear(config.dim, config.num_genes)
 
+    def graph(self, coords: torch.Tensor):
+        return None
+
     def forward(self, features: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
         features, coords = self.check_inputs(features, coords)
-        graph = knn_graph(coords, self.config.k)
+        graph = self.graph(coords)
         x = self.embed(self.normalize(features))
         for blk in self.blocks:
             x = blk(x, graph)
@@ -132,23 +136,15 @@ class KNNAttention(SpotModel):
 
 
 @register
-class FullAttention(SpotModel):
+class KNNAttention(_AttentionStack):
+    """STFlow-like local attention: each spot attends to its k nearest spots (and itself)."""
+
+    offset_bias = True
+
+    def graph(self, coords: torch.Tensor):
+        return knn_graph(coords, self.config.k)
+
+
+@register
+class FullAttention(_AttentionStack):
     """A plain transformer over every spot of the slide (N x N attention, no positions)."""
-
-    config_class = BaselineConfig
-
-    def __init__(self, config: BaselineConfig):
-        super().__init__(config)
-        self.embed = nn.Sequential(
-            nn.Linear(config.in_features, config.dim), nn.Dropout(config.dropout)
-        )
-        self.blocks = nn.ModuleList(_Block(config, False) for _ in range(config.layers))
-        self.out_norm = nn.LayerNorm(config.dim)
-        self.head = nn.Linear(config.dim, config.num_genes)
-
-    def forward(self, features: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
-        features, _ = self.check_inputs(features, coords)
-        x = self.embed(self.normalize(features))
-        for blk in self.blocks:
-            x = blk(x)
-        return self.head(self.out_norm(x))
