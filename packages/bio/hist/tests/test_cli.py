@@ -64,6 +64,7 @@ def test_bad_data_argument_is_a_clear_error(tmp_path, capsys):
 
 def test_bench_reports_ratios(capsys):
     args = ["bench", "--spots", "60", "200", "--side", "16", "--sides", "16", "24", "--dim", "16"]
-    assert main(args) == 0
+    assert main([*args, "--tissue", "150"]) == 0
     out = capsys.readouterr().out
     assert "fixed area" in out and "fixed spots" in out and "x," in out
+    assert "synthetic hexagonal tissue" in out and "     150" in out

@@ -39,6 +39,8 @@ class BenchConfig:
     """Skip full attention beyond this many spots."""
     threads: int = 1
     """torch CPU threads (1 for steadier ratios)."""
+    tissue: tuple[int, ...] = ()
+    """Also time HiST inference on synthetic tissue of these sizes (e.g. 2000 20000 200000)."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,13 @@ def run_bench(cfg: BenchConfig) -> None:
         )
         print(f"{title}: forward + backward, seconds / peak MB (device {cfg.device})")
         print(cost.format_rows(rows))
+    if cfg.tissue:
+        print(f"HiST inference on synthetic hexagonal tissue (device {cfg.device})")
+        print(f"{'spots':>8} {'canvas':>12} {'seconds':>9} {'peak MB':>9}")
+        for r in cost.tissue_sweep(list(cfg.tissue), cfg.dim, cfg.device):
+            mb = "n/a" if r["peak_mb"] is None else f"{r['peak_mb']:.0f}"
+            canvas = "x".join(map(str, r["canvas"]))
+            print(f"{r['spots']:>8} {canvas:>12} {r['seconds']:>9.2f} {mb:>9}")
 
 
 def run_train(cfg: TrainCLI) -> None:

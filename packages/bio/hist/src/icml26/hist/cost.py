@@ -62,12 +62,17 @@ class Measurement:
     peak_mb: float | None
 
 
-def measure(model, features, coords, repeats: int = 1) -> Measurement:
-    """Median time and peak extra memory of forward + backward of ``model`` on one slide."""
+def measure(model, features, coords, repeats: int = 1, backward: bool = True) -> Measurement:
+    """Median time and peak extra memory of forward + backward (or forward only, without
+    autograd) of ``model`` on one slide."""
     model.eval()
     cuda = features.is_cuda
 
     def step():
+        if not backward:
+            with torch.no_grad():
+                model(features, coords)
+            return
         out = model(features, coords)
         out.float().square().mean().backward()
         model.zero_grad(set_to_none=True)
@@ -178,3 +183,23 @@ def format_rows(rows: list[dict]) -> str:
             ratio = f"   {d['seconds'] / h['seconds']:.1f}x, {mem}"
         lines.append(f"{r['spots']:>7} {r['side']:>6} " + " ".join(cells) + ratio)
     return "\n".join(lines)
+
+
+def tissue_sweep(sizes: list[int], dim: int = 64, device: str = "cpu", progress=None):
+    """HiST inference (forward, no autograd) on synthetic tissue of each size (hexagonal,
+    Visium-like): the realistic case of contiguous spots, up to Visium HD scale."""
+    from icml26.hist.synthetic import make_slide
+
+    torch.manual_seed(0)
+    model = HiST(HiSTConfig(32, 50, dim=dim)).to(device)
+    rows = []
+    for n in sizes:
+        slide = make_slide(n, seed=0, hexagonal=True)
+        feats = torch.as_tensor(slide.features, device=device)
+        coords = torch.as_tensor(slide.coords, device=device)
+        m = measure(model, feats, coords, backward=False)
+        canvas = (coords.max(0).values + 1).tolist()
+        rows.append({"spots": n, "canvas": canvas, "seconds": m.seconds, "peak_mb": m.peak_mb})
+        if progress is not None:
+            progress(rows[-1])
+    return rows
