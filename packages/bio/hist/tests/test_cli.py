@@ -68,3 +68,35 @@ def test_bench_reports_ratios(capsys):
     out = capsys.readouterr().out
     assert "fixed area" in out and "fixed spots" in out and "x," in out
     assert "synthetic hexagonal tissue" in out and "     150" in out
+
+
+def test_train_runs_under_torchrun_with_two_gloo_processes(tmp_path):
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file
+
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "icml26.hist",
+        "train",
+        "--out",
+        str(tmp_path),
+        "--data",
+        "synthetic:40",
+        "--dim",
+        "16",
+        "--steps",
+        "2",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("trained hist for 2 steps") == 2  # both ranks finished
+    weights = load_file(tmp_path / "step-0000002" / "model.safetensors")
+    assert all(v.isfinite().all() for v in weights.values())

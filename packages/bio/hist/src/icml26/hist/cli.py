@@ -191,6 +191,24 @@ def run_bench(cfg: BenchConfig) -> None:
 
 
 def run_train(cfg: TrainCLI) -> None:
+    import os
+
+    import torch.distributed as dist
+
+    # under torchrun: one process per rank, DDP over slides (gloo on CPU, NCCL on GPU)
+    launched = int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized()
+    if launched:
+        import torch
+
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    try:
+        _train(cfg)
+    finally:
+        if launched:
+            dist.destroy_process_group()
+
+
+def _train(cfg: TrainCLI) -> None:
     from icml26.hist.train import TrainConfig, train
 
     slides = load_slides(cfg.data, cfg.features_key, cfg.hexagonal)
