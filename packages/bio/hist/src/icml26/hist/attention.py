@@ -241,8 +241,13 @@ def window_attention(q, k, v, plan: WindowPlan, rpb=None, dropout_p=0.0, trainin
 
     Returns (N, H, d); sentinel (non-real) sites get zeros, as in the edge-list definition.
     """
+    return window_attention_packed(torch.stack([q, k, v], 1), plan, rpb, dropout_p, training)
+
+
+def window_attention_packed(qkv, plan: WindowPlan, rpb=None, dropout_p=0.0, training=False):
+    """:func:`window_attention` on q, k, v packed as (N, 3, H, d) (one gather per window batch),
+    the layout a fused QKV projection produces."""
     table = rpb.table.flatten(1) if rpb is not None else None  # (H, (2w-1)^2)
-    qkv = torch.stack([q, k, v], 1)  # (N, 3, H, d): one gather per window batch
     o_r, l_r = _window_pass(qkv, plan.passes[0], table, dropout_p, training)
     o_s, l_s = _window_pass(qkv, plan.passes[1], table, dropout_p, training)
     # merge the two partial softmaxes: a row with no allowed key has lse ~ NEG, weight 0

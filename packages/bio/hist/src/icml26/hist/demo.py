@@ -240,9 +240,10 @@ def _growth(rows: list[dict], model: str) -> tuple[float | None, str]:
     ok = [r for r in rows if "skipped" not in r[model]]
     if len(ok) < 2:
         return None, "n/a"
-    key = "peak_mb" if all(r[model]["peak_mb"] is not None for r in ok) else "seconds"
-    first, last = ok[0][model][key], ok[-1][model][key]
-    return last / max(first, 1e-9 if key == "seconds" else 0.1), key
+    # memory where every point was measured and the smallest is above the probe's resolution
+    mem = [r[model]["peak_mb"] for r in ok]
+    key = "peak_mb" if all(m is not None for m in mem) and mem[0] > 0 else "seconds"
+    return ok[-1][model][key] / ok[0][model][key], key
 
 
 def verdict(results: dict) -> tuple[str, dict]:
@@ -294,9 +295,9 @@ def run_demo(cfg: DemoConfig) -> dict:
         "seed": cfg.seed,
         "device": cfg.device,
         "torch": torch.__version__,
-        **{k: r for k, r in results.items()},
+        **results,
     }
-    if "synthetic" in results:
+    if "synthetic" in results:  # the example map is for the plot only
         doc["synthetic"] = {k: x for k, x in results["synthetic"].items() if k != "example"}
     atomic_write_json(out / "results.json", doc)
     from icml26.hist.plots import plot_demo

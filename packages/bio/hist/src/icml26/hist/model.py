@@ -32,7 +32,7 @@ from icml26.hist.attention import (
     local_attention_edges,
     plan_windows,
     token_attention,
-    window_attention,
+    window_attention_packed,
 )
 from icml26.hist.io import atomic_save_safetensors, atomic_write_json
 from icml26.hist.lattice import add_sentinels, unique_sites
@@ -197,22 +197,22 @@ class HybridBlock(nn.Module):
         self.ffn = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
 
     def _split(self, proj, h):
-        return proj(h).view(len(h), 3, self.heads, -1).unbind(1)  # 3 x (N, H, d)
+        return proj(h).view(len(h), 3, self.heads, -1)  # (N, 3, H, d): q, k, v
 
     def forward(self, x, tokens, plan, coords):
         """x (N, C) sites, tokens (T, C) or None, plan/coords of this stage."""
         h = self.norm1(x)
-        q, k, v = self._split(self.qkv_local, h)
+        qkv = self._split(self.qkv_local, h)
         drop = self.attn_drop if self.training else 0.0
         if self.edges:
             a = local_attention_edges(
-                q, k, v, coords, plan.real, plan.window, self.rpb, drop, self.training
+                *qkv.unbind(1), coords, plan.real, plan.window, self.rpb, drop, self.training
             )
         else:
-            a = window_attention(q, k, v, plan, self.rpb, drop, self.training)
+            a = window_attention_packed(qkv, plan, self.rpb, drop, self.training)
         if tokens is not None:
-            qs, ks, vs = self._split(self.qkv_global, h)
-            qt, kt, vt = self._split(self.qkv_global, self.norm1(tokens))
+            qs, ks, vs = self._split(self.qkv_global, h).unbind(1)
+            qt, kt, vt = self._split(self.qkv_global, self.norm1(tokens)).unbind(1)
             gs, gt = token_attention(qs, ks, vs, qt, kt, vt, plan.real, drop, self.training)
             a = a + gs
             tokens = tokens + self.out(gt.flatten(1))
