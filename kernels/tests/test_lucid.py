@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from icml26.kernels import Backend, triton_available
+from icml26.kernels.attention import softmax_attention
 from icml26.kernels.lucid import (
     lucid_attention,
     lucid_attention_reference,
@@ -156,13 +157,26 @@ def test_triton_solve_matches_the_reference_forward_and_backward(monkeypatch, T,
 
 
 @needs_triton
-def test_triton_attention_with_gqa_matches_the_reference(monkeypatch):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_triton_lucid_attention_with_gqa_matches_the_reference(monkeypatch, dtype):
+    # Both Triton kernels in one graph (the solve, then flash attention on V'); autograd adds
+    # the two gradients to the keys (through the logits and through L).
     monkeypatch.setenv("ICML26_KERNELS", "interpret")
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    q, k, v = qkv(B=1, H=4, Hkv=2, T=21, D=16, similar=0.3, dtype=torch.float32)
-    got = lucid_attention(q, k, v)
-    ref = lucid_attention_reference(q.double(), k.double(), v.double())
-    assert_close(got, ref, atol=1e-4, rtol=1e-4)
+    q, k, v = qkv(B=1, H=4, Hkv=2, T=21, D=16, similar=0.3, dtype=dtype)
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    got = lucid_attention(*leaves)
+    assert lucid_solve.last_backend is Backend.TRITON
+    assert softmax_attention.last_backend is Backend.TRITON
+    ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
+    ref = lucid_attention_reference(*ref_leaves)
+    atol, rtol = (1e-4, 1e-4) if dtype == torch.float32 else (5e-3, 1e-2)
+    assert_close(got, ref, atol=atol, rtol=rtol)
+    w = torch.randn(ref.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    (got.double() * w).sum().backward()
+    (ref * w).sum().backward()
+    for got_leaf, ref_leaf in zip(leaves, ref_leaves, strict=True):
+        assert_close(got_leaf.grad, ref_leaf.grad, atol=4 * atol, rtol=4 * rtol)
 
 
 @needs_triton

@@ -22,9 +22,10 @@ Ops here:
   the fly from the unit keys and applied with ``tl.dot``, diagonal blocks inverted up front) with
   an analytic backward (``dV = L^{-T} dV'`` by the same kernel run backwards, and the gradient
   through ``L`` to the keys).
-- ``lucid_attention(q, k, v)``: ``V'`` from ``lucid_solve``, then PyTorch's
-  ``scaled_dot_product_attention`` (FlashAttention / memory-efficient kernels on CUDA) on
-  ``(Q, K, V')``. ``lucid_attention_reference`` spells the whole thing out with an explicit softmax.
+- ``lucid_attention(q, k, v)``: ``V'`` from ``lucid_solve``, then ``softmax_attention`` (module
+  ``icml26.kernels.attention``: a flash-style Triton kernel, forward and backward, on CUDA;
+  PyTorch's ``scaled_dot_product_attention`` on the reference path) on ``(Q, K, V')``.
+  ``lucid_attention_reference`` spells the whole thing out with an explicit softmax.
 - ``lucid_decode_reference``: one decode step against a (K, V') cache; ``lucid_decode`` the op
   (fused Triton kernel: one pass over the cache for both sums).
 """
@@ -34,49 +35,17 @@ import math
 import torch
 import torch.nn.functional as F
 
+from icml26.kernels.attention import (
+    check_attention_inputs,
+    check_tensor,
+    expand_kv,
+    softmax_attention,
+)
 from icml26.kernels.dispatch import register_op
 
-
 # -- validation ----------------------------------------------------------------------------------
-def _check_tensor(name: str, t, ndim: int, scan: bool = True) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if t.dim() != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
-    if not t.is_floating_point():
-        raise TypeError(f"{name} must be floating point, got {t.dtype}")
-    if scan and not torch.isfinite(t).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-
-
-def check_lucid_inputs(
-    q: torch.Tensor | None, k: torch.Tensor, v: torch.Tensor, scan_kv: bool = True
-) -> None:
-    """(B, H, T, D) queries (optional), (B, H_kv, T, D) keys and values with H % H_kv == 0.
-
-    ``scan_kv=False`` skips the NaN/inf scan of k and v, for callers that pass them on to
-    ``lucid_solve`` (which scans them): one pass over the keys and values, not two."""
-    if q is not None:
-        _check_tensor("q", q, 4)
-    _check_tensor("k", k, 4, scan_kv)
-    _check_tensor("v", v, 4, scan_kv)
-    if k.shape[:3] != v.shape[:3]:
-        raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must share (B, H_kv, T)")
-    if k.shape[2] == 0:
-        raise ValueError("sequence length T must be >= 1")
-    if q is not None:
-        if q.shape[0] != k.shape[0] or q.shape[2] != k.shape[2] or q.shape[3] != k.shape[3]:
-            raise ValueError(
-                f"q {tuple(q.shape)} must match k {tuple(k.shape)} in batch, length and head dim"
-            )
-        if q.shape[1] % k.shape[1]:
-            raise ValueError(
-                f"query heads ({q.shape[1]}) must be a multiple of KV heads ({k.shape[1]})"
-            )
-        if not (q.dtype == k.dtype == v.dtype):
-            raise TypeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    elif k.dtype != v.dtype:
-        raise TypeError(f"k and v must share a dtype, got {k.dtype} and {v.dtype}")
+# LUCID takes the same (q, k, v) as softmax attention: one validator for both.
+check_lucid_inputs = check_attention_inputs
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -103,11 +72,6 @@ def lucid_solve_reference(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.linalg.solve_triangular(L, v.to(L.dtype), upper=False, unitriangular=True)
 
 
-def _expand_kv(t: torch.Tensor, heads: int) -> torch.Tensor:
-    # (B, H_kv, T, D) -> (B, H, T, D): each KV head serves H / H_kv query heads.
-    return t.repeat_interleave(heads // t.shape[1], dim=1) if t.shape[1] != heads else t
-
-
 def lucid_attention_reference(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -124,17 +88,17 @@ def lucid_attention_reference(
     vp = lucid_solve_reference(k, v)  # (B, H_kv, T, D)
     heads, T = q.shape[1], q.shape[2]
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q.to(ct) @ _expand_kv(k, heads).to(ct).transpose(-1, -2) * scale  # (B, H, T, T)
+    scores = q.to(ct) @ expand_kv(k, heads).to(ct).transpose(-1, -2) * scale  # (B, H, T, T)
     if causal:
         mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
         scores = scores.masked_fill(mask, float("-inf"))
-    return (torch.softmax(scores, dim=-1) @ _expand_kv(vp, heads)).to(q.dtype)
+    return (torch.softmax(scores, dim=-1) @ expand_kv(vp, heads)).to(q.dtype)
 
 
 def check_decode_inputs(q, k_cache, vp_cache, k_new, v_new) -> None:
     """Shapes and dtypes of one decode step's inputs, finiteness of the new token's tensors."""
     for name, t, nd in (("q", q, 3), ("k_new", k_new, 3), ("v_new", v_new, 3)):
-        _check_tensor(name, t, nd)
+        check_tensor(name, t, nd)
     for name, t in (("k_cache", k_cache), ("vp_cache", vp_cache)):
         # The caches are not scanned for NaN: they hold what earlier (checked) steps wrote, and a
         # full scan per generated token would cost as much as the step itself.
@@ -173,24 +137,25 @@ def lucid_decode_reference(
     """
     check_decode_inputs(q, k_cache, vp_cache, k_new, v_new)
     ct = compute_dtype(q.dtype)
-    d = k_new.shape[-1]
-    u_new = F.normalize(k_new.to(ct), dim=-1)  # (B, H_kv, D)
-    # cos(k_t, k_j) = u_t . k_j / ||k_j|| (F.normalize's 1e-12 floor): no normalised copy of K
-    k_norm = k_cache.to(ct).norm(dim=-1).clamp_min(1e-12)  # (B, H_kv, N)
-    cos = torch.einsum("bhd,bhnd->bhn", u_new, k_cache.to(ct)) / k_norm
-    l_row = torch.exp(math.sqrt(d) * (cos - 1.0))
-    vp_new = v_new.to(ct) - torch.einsum("bhn,bhnd->bhd", l_row, vp_cache.to(ct))
-    # Softmax over the N cached keys and the new one; the G = H / H_kv query heads of a group
-    # share their KV head (no copy of the cache).
-    B, H, _ = q.shape
+    B, H, d = q.shape
     H_kv, N = k_cache.shape[1], k_cache.shape[2]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
-    qg = q.to(ct).view(B, H_kv, H // H_kv, d)  # (B, H_kv, G, D)
-    s_cache = torch.einsum("bhgd,bhnd->bhgn", qg, k_cache.to(ct)) * scale
-    s_new = torch.einsum("bhgd,bhd->bhg", qg, k_new.to(ct)) * scale
-    p = torch.softmax(torch.cat([s_cache, s_new[..., None]], -1), -1)  # (B, H_kv, G, N + 1)
-    out = torch.einsum("bhgn,bhnd->bhgd", p[..., :N], vp_cache.to(ct))
-    out = (out + p[..., N:] * vp_new[:, :, None]).reshape(B, H, d)
+    kc, vc = k_cache.to(ct), vp_cache.to(ct)
+    # Both sums of the decode rule read the same cached rows, so each matmul serves both: the
+    # new token's unit key u_t and the G = H / H_kv query heads of the group (sharing their KV
+    # head, no copy of the cache) meet the cached keys in one product, and the preconditioner row
+    # L_t,<t and the attention weights meet V' in another.
+    u_new = F.normalize(k_new.to(ct), dim=-1)  # (B, H_kv, D)
+    qg = q.to(ct).view(B, H_kv, H // H_kv, d) * scale  # (B, H_kv, G, D)
+    rows = torch.cat([u_new[:, :, None], qg], 2) @ kc.transpose(-1, -2)  # (B, H_kv, 1 + G, N)
+    # cos(k_t, k_j) = u_t . k_j / ||k_j|| (F.normalize's 1e-12 floor): no normalised copy of K
+    cos = rows[:, :, 0] / kc.norm(dim=-1).clamp_min(1e-12)
+    l_row = torch.exp(math.sqrt(d) * (cos - 1.0))  # L_tj, j < t
+    s_new = (qg @ k_new.to(ct)[..., None])[..., 0]  # (B, H_kv, G)
+    p = torch.softmax(torch.cat([rows[:, :, 1:], s_new[..., None]], -1), -1)  # over N + 1 keys
+    sums = torch.cat([l_row[:, :, None], p[..., :N]], 2) @ vc  # (B, H_kv, 1 + G, D)
+    vp_new = v_new.to(ct) - sums[:, :, 0]  # v'_t = v_t - sum_{j<t} L_tj v'_j
+    out = (sums[:, :, 1:] + p[..., N:] * vp_new[:, :, None]).reshape(B, H, d)
     return out.to(q.dtype), vp_new
 
 
@@ -219,15 +184,14 @@ def lucid_attention(
     causal: bool = True,
     scale: float | None = None,
 ) -> torch.Tensor:
-    """LUCID attention: ``SDPA(Q, K, L^{-1} V)``; q (B, H, T, D), k and v (B, H_kv, T, D).
+    """LUCID attention: ``softmax_attention(Q, K, L^{-1} V)``; q (B, H, T, D), k and v
+    (B, H_kv, T, D); (B, H, T, D) in q's dtype. Differentiable in q, k and v.
 
-    ``V'`` comes from ``lucid_solve`` (Triton on CUDA, else the reference; see
-    ``ICML26_KERNELS``) in fp32/fp64 and is cast to q's dtype for PyTorch's
-    ``scaled_dot_product_attention``. Differentiable in q, k and v.
+    Two ops, each Triton on CUDA and the reference otherwise (see ``ICML26_KERNELS``):
+    ``lucid_solve`` gives ``V'`` in fp32/fp64, cast to q's dtype for ``softmax_attention``
+    (the flash-style kernel on CUDA; PyTorch's SDPA on the reference path). Autograd adds the
+    two gradients to the keys (through the logits and through L).
     """
     check_lucid_inputs(q, k, v, scan_kv=False)  # the solve scans k and v
     vp = lucid_solve(k, v).to(q.dtype)
-    heads = q.shape[1]
-    return F.scaled_dot_product_attention(
-        q, _expand_kv(k, heads), _expand_kv(vp, heads), is_causal=causal, scale=scale
-    )
+    return softmax_attention(q, k, vp, causal=causal, scale=scale)

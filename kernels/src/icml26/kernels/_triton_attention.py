@@ -1,0 +1,366 @@
+"""Triton path of ``softmax_attention``: flash-style causal attention, forward and backward.
+
+Defined by ``icml26.kernels.attention.softmax_attention_reference``. The scheme is
+FlashAttention-2's (Dao, 2023), written here for (B, H, T, D) queries against (B, H_kv, T, D)
+keys and values (grouped-query heads read their KV head in place, never a repeated copy):
+
+forward, one program per (query block of BLOCK_M rows, batch x query head):
+    for each key block (up to the diagonal when causal):
+        s = q k^T scale log2(e)                           (base-2 logits: exp2 is the cheap one)
+        m' = max(m, rowmax s);  p = exp2(s - m')
+        l  = l exp2(m - m') + rowsum p;  acc = acc exp2(m - m') + p v
+    out = acc / l,  lse = m + log2 l                      (only lse is kept for the backward)
+
+backward, with delta_i = sum_d dO_id O_id (a PyTorch reduction before the kernels):
+    p = exp2(s - lse),  dp = dO v^T,  ds = p (dp - delta)
+    dV_j = sum_i p_ij dO_i,  dK_j = scale sum_i ds_ij q_i,  dQ_i = scale sum_j ds_ij k_j
+one kernel per (key block, batch x KV head) accumulates dK and dV over the query blocks of every
+query head in its group (no atomics), a second per (query block, batch x query head) builds dQ.
+
+Under the Triton interpreter (``TRITON_INTERPRET=1``, how CI runs these kernels on CPU) tiles
+are upcast to fp32 before ``tl.dot`` (its half-precision dot is not trustworthy there) and the
+blocks are 16 x 16 so that short test sequences span several blocks.
+"""
+
+import math
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from icml26.kernels.attention import check_attention_inputs
+
+_LOG2E = 1.4426950408889634
+# Read once: Triton itself decides between compiling and interpreting when a kernel is defined.
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@triton.jit
+def _attn_fwd_kernel(
+    Q,  # (B, H, T, D)
+    K,  # (B, H_kv, T, D)
+    V,  # (B, H_kv, T, D)
+    O,  # (B, H, T, D) in the input dtype
+    LSE,  # (B * H, T) fp32, base-2 log-sum-exp of the scaled logits
+    T,
+    D,
+    H,
+    G,
+    qk_scale,  # scale * log2(e)
+    sqb,
+    sqh,
+    sqt,
+    skb,
+    skh,
+    skt,
+    svb,
+    svh,
+    svt,
+    sob,
+    soh,
+    sot,
+    CAUSAL: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    hk = h // G  # query head h reads KV head h // G
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    mmask = offs_m < T
+    dmask = offs_d < D
+    q = tl.load(
+        Q + b * sqb + h * sqh + offs_m[:, None] * sqt + offs_d[None, :],
+        mask=mmask[:, None] & dmask[None, :],
+        other=0.0,
+    )
+    if UPCAST:
+        q = q.to(tl.float32)
+    k_base = K + b * skb + hk * skh
+    v_base = V + b * svb + hk * svh
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    hi = T
+    if CAUSAL:
+        hi = tl.minimum((pid_m + 1) * BLOCK_M, T)
+    # Column 0 is valid for every row (padded rows included), so the running max is finite after
+    # the first block and no row ever computes exp2(-inf - -inf).
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        nmask = offs_n < T
+        kv_mask = nmask[:, None] & dmask[None, :]
+        k = tl.load(k_base + offs_n[:, None] * skt + offs_d[None, :], mask=kv_mask, other=0.0)
+        v = tl.load(v_base + offs_n[:, None] * svt + offs_d[None, :], mask=kv_mask, other=0.0)
+        if UPCAST:
+            k = k.to(tl.float32)
+            v = v.to(tl.float32)
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        valid = nmask[None, :]
+        if CAUSAL:
+            valid = valid & (offs_n[None, :] <= offs_m[:, None])
+        s = tl.where(valid, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    out = acc / l_i[:, None]
+    tl.store(
+        O + b * sob + h * soh + offs_m[:, None] * sot + offs_d[None, :],
+        out.to(O.dtype.element_ty),
+        mask=mmask[:, None] & dmask[None, :],
+    )
+    tl.store(LSE + bh * T + offs_m, m_i + tl.log2(l_i), mask=mmask)
+
+
+@triton.jit
+def _attn_bwd_dkdv_kernel(
+    Q,  # (B, H, T, D), contiguous
+    K,  # (B, H_kv, T, D), contiguous
+    V,
+    DO,  # (B, H, T, D), contiguous
+    LSE,  # (B * H, T) fp32
+    DELTA,  # (B * H, T) fp32
+    DK,  # (B, H_kv, T, D) fp32
+    DV,  # (B, H_kv, T, D) fp32
+    T,
+    D,
+    H,
+    G,
+    qk_scale,
+    sm_scale,
+    CAUSAL: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    pid_n = tl.program_id(0)
+    bhk = tl.program_id(1)  # batch x KV head
+    h_kv = H // G
+    b = bhk // h_kv
+    hk = bhk % h_kv
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    nmask = offs_n < T
+    dmask = offs_d < D
+    kv_off = bhk * T * D + offs_n[:, None] * D + offs_d[None, :]
+    kv_mask = nmask[:, None] & dmask[None, :]
+    k = tl.load(K + kv_off, mask=kv_mask, other=0.0)
+    v = tl.load(V + kv_off, mask=kv_mask, other=0.0)
+    if UPCAST:
+        k = k.to(tl.float32)
+        v = v.to(tl.float32)
+    dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+    lo = 0
+    if CAUSAL:  # query rows before this key block never see it
+        lo = (pid_n * BLOCK_N // BLOCK_M) * BLOCK_M
+    for g in range(0, G):
+        bh = b * H + hk * G + g
+        for start_m in range(lo, T, BLOCK_M):
+            offs_m = start_m + tl.arange(0, BLOCK_M)
+            mmask = offs_m < T
+            q_off = bh * T * D + offs_m[:, None] * D + offs_d[None, :]
+            q_mask = mmask[:, None] & dmask[None, :]
+            q = tl.load(Q + q_off, mask=q_mask, other=0.0)
+            do = tl.load(DO + q_off, mask=q_mask, other=0.0)
+            if UPCAST:
+                q = q.to(tl.float32)
+                do = do.to(tl.float32)
+            lse = tl.load(LSE + bh * T + offs_m, mask=mmask, other=0.0)
+            delta = tl.load(DELTA + bh * T + offs_m, mask=mmask, other=0.0)
+            s = tl.dot(q, tl.trans(k)) * qk_scale  # (BLOCK_M, BLOCK_N)
+            valid = mmask[:, None] & nmask[None, :]
+            if CAUSAL:
+                valid = valid & (offs_n[None, :] <= offs_m[:, None])
+            p = tl.where(valid, tl.exp2(s - lse[:, None]), 0.0)
+            dv += tl.dot(tl.trans(p.to(do.dtype)), do)
+            dp = tl.dot(do, tl.trans(v))
+            ds = p * (dp - delta[:, None])
+            dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+    tl.store(DK + kv_off, dk * sm_scale, mask=kv_mask)
+    tl.store(DV + kv_off, dv, mask=kv_mask)
+
+
+@triton.jit
+def _attn_bwd_dq_kernel(
+    Q,
+    K,
+    V,
+    DO,
+    LSE,
+    DELTA,
+    DQ,  # (B, H, T, D) fp32
+    T,
+    D,
+    H,
+    G,
+    qk_scale,
+    sm_scale,
+    CAUSAL: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    bhk = b * (H // G) + (bh % H) // G
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    mmask = offs_m < T
+    dmask = offs_d < D
+    q_off = bh * T * D + offs_m[:, None] * D + offs_d[None, :]
+    q_mask = mmask[:, None] & dmask[None, :]
+    q = tl.load(Q + q_off, mask=q_mask, other=0.0)
+    do = tl.load(DO + q_off, mask=q_mask, other=0.0)
+    if UPCAST:
+        q = q.to(tl.float32)
+        do = do.to(tl.float32)
+    lse = tl.load(LSE + bh * T + offs_m, mask=mmask, other=0.0)
+    delta = tl.load(DELTA + bh * T + offs_m, mask=mmask, other=0.0)
+    dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    hi = T
+    if CAUSAL:
+        hi = tl.minimum((pid_m + 1) * BLOCK_M, T)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        nmask = offs_n < T
+        kv_off = bhk * T * D + offs_n[:, None] * D + offs_d[None, :]
+        kv_mask = nmask[:, None] & dmask[None, :]
+        k = tl.load(K + kv_off, mask=kv_mask, other=0.0)
+        v = tl.load(V + kv_off, mask=kv_mask, other=0.0)
+        if UPCAST:
+            k = k.to(tl.float32)
+            v = v.to(tl.float32)
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        valid = mmask[:, None] & nmask[None, :]
+        if CAUSAL:
+            valid = valid & (offs_n[None, :] <= offs_m[:, None])
+        p = tl.where(valid, tl.exp2(s - lse[:, None]), 0.0)
+        dp = tl.dot(do, tl.trans(v))
+        ds = p * (dp - delta[:, None])
+        dq += tl.dot(ds.to(k.dtype), k)
+    tl.store(DQ + q_off, dq * sm_scale, mask=q_mask)
+
+
+def _launch_config(D: int) -> dict:
+    if _INTERPRET:
+        return dict(BLOCK_M=16, BLOCK_N=16)
+    # FlashAttention-2's usual tiles for head dims up to 128; larger heads need smaller tiles to
+    # fit shared memory. Untuned: no GPU was available when this was written (see the README).
+    if D <= 64:
+        return dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3)
+    if D <= 128:
+        return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)
+    return dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1)
+
+
+def _bwd_launch_config(D: int) -> dict:
+    if _INTERPRET:
+        return dict(BLOCK_M=16, BLOCK_N=16)
+    if D <= 128:
+        return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)
+    return dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1)
+
+
+def _upcast(dtype: torch.dtype) -> bool:
+    return _INTERPRET or dtype == torch.float32
+
+
+def _last_dim_contiguous(t: torch.Tensor) -> torch.Tensor:
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+def _forward(q, k, v, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    B, H, T, D = q.shape
+    G = H // k.shape[1]
+    q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
+    o = torch.empty(B, H, T, D, device=q.device, dtype=q.dtype)
+    lse = torch.empty(B * H, T, device=q.device, dtype=torch.float32)
+    cfg = _launch_config(D)
+    grid = (triton.cdiv(T, cfg["BLOCK_M"]), B * H)
+    _attn_fwd_kernel[grid](
+        q,
+        k,
+        v,
+        o,
+        lse,
+        T,
+        D,
+        H,
+        G,
+        scale * _LOG2E,
+        *q.stride()[:3],
+        *k.stride()[:3],
+        *v.stride()[:3],
+        *o.stride()[:3],
+        CAUSAL=causal,
+        UPCAST=_upcast(q.dtype),
+        BLOCK_D=max(16, triton.next_power_of_2(D)),
+        **cfg,
+    )
+    return o, lse
+
+
+def _backward(q, k, v, o, lse, do, causal: bool, scale: float):
+    B, H, T, D = q.shape
+    H_kv = k.shape[1]
+    G = H // H_kv
+    q, k, v, do = (t.contiguous() for t in (q, k, v, do))
+    delta = (do.float() * o.float()).sum(-1).reshape(B * H, T)
+    dq = torch.empty(B, H, T, D, device=q.device, dtype=torch.float32)
+    dk = torch.empty(B, H_kv, T, D, device=q.device, dtype=torch.float32)
+    dv = torch.empty_like(dk)
+    cfg = _bwd_launch_config(D)
+    common = dict(
+        CAUSAL=causal, UPCAST=_upcast(q.dtype), BLOCK_D=max(16, triton.next_power_of_2(D))
+    )
+    args = (T, D, H, G, scale * _LOG2E, scale)
+    _attn_bwd_dkdv_kernel[(triton.cdiv(T, cfg["BLOCK_N"]), B * H_kv)](
+        q, k, v, do, lse, delta, dk, dv, *args, **common, **cfg
+    )
+    _attn_bwd_dq_kernel[(triton.cdiv(T, cfg["BLOCK_M"]), B * H)](
+        q, k, v, do, lse, delta, dq, *args, **common, **cfg
+    )
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
+class _SoftmaxAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal: bool, scale: float):
+        o, lse = _forward(q, k, v, causal, scale)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal, ctx.scale = causal, scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = _backward(q, k, v, o, lse, do, ctx.causal, ctx.scale)
+        return dq, dk, dv, None, None
+
+
+def softmax_attention_triton(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool = True,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Flash-style attention (see the module docstring); (B, H, T, D) in q's dtype."""
+    check_attention_inputs(q, k, v)
+    if q.dtype == torch.float64:
+        raise TypeError("the Triton attention computes in fp32: use the reference for fp64")
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    return _SoftmaxAttention.apply(q, k, v, bool(causal), scale)

@@ -1,0 +1,93 @@
+"""Softmax attention with grouped-query heads: the attention LUCID runs on ``V' = L^{-1} V``.
+
+``softmax_attention(q, k, v, causal, scale)`` over (B, H, T, D) queries and (B, H_kv, T, D) keys
+and values, ``H % H_kv == 0``:
+
+    out = softmax(Q K^T scale + causal mask) V
+
+- the reference is PyTorch's ``scaled_dot_product_attention`` with each KV head repeated for its
+  ``H / H_kv`` query heads (in fp64 on the CPU it runs PyTorch's explicit math path, so it is the
+  definition, and on CPU tensors it is also the fastest path PyTorch has);
+- the Triton path (``_triton_attention``) is a flash-style kernel: one program per (query block,
+  batch x head) streams the key/value blocks with an online softmax and keeps only the row
+  log-sum-exp for the backward; the backward recomputes the probabilities block by block (one
+  kernel for dK and dV per KV head, summing over the group's query heads, one for dQ), so no
+  (T, T) matrix is stored in either direction. Half-precision inputs accumulate in fp32.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from icml26.kernels.dispatch import register_op
+
+
+def check_tensor(name: str, t, ndim: int, scan: bool = True) -> None:
+    """``t`` is a floating-point tensor of ``ndim`` dimensions (finite, when ``scan``)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
+    if not t.is_floating_point():
+        raise TypeError(f"{name} must be floating point, got {t.dtype}")
+    if scan and not torch.isfinite(t).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+
+
+def check_attention_inputs(
+    q: torch.Tensor | None, k: torch.Tensor, v: torch.Tensor, scan_kv: bool = True
+) -> None:
+    """(B, H, T, D) queries (optional), (B, H_kv, T, D) keys and values with H % H_kv == 0.
+
+    ``scan_kv=False`` skips the NaN/inf scan of k and v, for callers whose next step scans them:
+    one pass over the keys and values, not two."""
+    if q is not None:
+        check_tensor("q", q, 4)
+    check_tensor("k", k, 4, scan_kv)
+    check_tensor("v", v, 4, scan_kv)
+    if k.shape[:3] != v.shape[:3]:
+        raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must share (B, H_kv, T)")
+    if k.shape[2] == 0:
+        raise ValueError("sequence length T must be >= 1")
+    if q is not None:
+        if q.shape[0] != k.shape[0] or q.shape[2] != k.shape[2] or q.shape[3] != k.shape[3]:
+            raise ValueError(
+                f"q {tuple(q.shape)} must match k {tuple(k.shape)} in batch, length and head dim"
+            )
+        if q.shape[1] % k.shape[1]:
+            raise ValueError(
+                f"query heads ({q.shape[1]}) must be a multiple of KV heads ({k.shape[1]})"
+            )
+        if not (q.dtype == k.dtype == v.dtype):
+            raise TypeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    elif k.dtype != v.dtype:
+        raise TypeError(f"k and v must share a dtype, got {k.dtype} and {v.dtype}")
+
+
+def expand_kv(t: torch.Tensor, heads: int) -> torch.Tensor:
+    """(B, H_kv, T, D) -> (B, H, T, D): each KV head serves H / H_kv query heads."""
+    return t.repeat_interleave(heads // t.shape[1], dim=1) if t.shape[1] != heads else t
+
+
+def softmax_attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool = True,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """``softmax(Q K^T scale + causal mask) V``; q (B, H, T, D), k and v (B, H_kv, T, D);
+    (B, H, T, D) in q's dtype. ``scale`` defaults to ``1 / sqrt(D)``."""
+    check_attention_inputs(q, k, v)
+    heads = q.shape[1]
+    return F.scaled_dot_product_attention(
+        q, expand_kv(k, heads), expand_kv(v, heads), is_causal=causal, scale=scale
+    )
+
+
+softmax_attention = register_op(
+    "softmax_attention",
+    softmax_attention_reference,
+    "icml26.kernels._triton_attention:softmax_attention_triton",
+)
+"""Causal (or full) softmax attention with GQA; on CUDA the flash-style Triton kernel,
+differentiable in q, k and v."""
