@@ -134,7 +134,7 @@ needs_triton = pytest.mark.skipif(not triton_available(), reason="Triton is not 
 
 
 @needs_triton
-@pytest.mark.parametrize("T", [1, 17, 40])
+@pytest.mark.parametrize("T", [1, 17, 40, 70])  # 1 to 5 blocks of 16, 1 to 3 panels
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_triton_solve_matches_the_reference_forward_and_backward(monkeypatch, T, dtype):
     monkeypatch.setenv("ICML26_KERNELS", "interpret")

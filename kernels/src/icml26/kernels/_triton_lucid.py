@@ -1,23 +1,30 @@
 """Triton path of ``lucid_solve``: blockwise forward substitution ``V' = L^{-1} V``, and backward.
 
-Defined by ``icml26.kernels.lucid.lucid_solve_reference``. One program per (batch x KV head,
-value-column chunk) walks the row blocks in order (each block needs every earlier one):
+Defined by ``icml26.kernels.lucid.lucid_solve_reference``. Rows are cut into blocks (16 to 64
+rows) and blocks into panels (512 rows). Each block needs every earlier one:
 
     acc_i = V_i - sum_{j<i} L_ij V'_j          off-diagonal blocks, built on the fly as
                                                exp(sqrt(d) (U_i U_j^T - 1)) and applied by tl.dot
     V'_i  = D_i^{-1} acc_i                     D_i the unit lower-triangular diagonal block,
                                                inverted up front in PyTorch (small, batched)
 
-The backward solve ``dV = L^{-T} dV'`` is the same loop run from the last block to the first with
-the transposed blocks (``(L_ji)^T = exp(sqrt(d) (U_i U_j^T - 1))`` for j > i: the same formula)
-and ``D_i^{-T}``. The gradient through ``L`` to the keys, from ``dL = -dV V'^T`` on the strict
-lower triangle, is a second kernel that builds each (row block, column block) of dL and L on the
-fly (one program per row block, both triangle halves), so no (T, T) matrix is stored. All
-arithmetic is fp32 (inputs are upcast); fp32 ``tl.dot`` runs in
-IEEE precision, not TF32, because the solve amplifies rounding.
+Panel by panel: one program per (batch x KV head, value-column chunk) walks the panel's blocks
+in order (the sum over j restricted to the panel), then one parallel launch subtracts the
+finished panel from every later row block (``V_r -= sum_{j in panel} L_rj V'_j``, one program per
+row block). The sequential chain is one panel long; the rest of the work, most of the FLOPs for
+long sequences, runs with as many programs as there are row blocks left.
+
+The backward solve ``dV = L^{-T} dV'`` is the same scheme run from the last panel (and block) to
+the first with the transposed blocks (``(L_ji)^T = exp(sqrt(d) (U_i U_j^T - 1))`` for j > i: the
+same formula) and ``D_i^{-T}``. The gradient through ``L`` to the keys, from ``dL = -dV V'^T`` on
+the strict lower triangle, is a second kernel that builds each (row block, column block) of dL
+and L on the fly (one program per row block, both triangle halves), so no (T, T) matrix is
+stored. All arithmetic is fp32 (inputs are upcast); fp32 ``tl.dot`` runs in IEEE precision, not
+TF32, because the solve amplifies rounding.
 """
 
 import math
+import os
 
 import torch
 import torch.nn.functional as F
@@ -26,17 +33,22 @@ import triton.language as tl
 
 from icml26.kernels.lucid import check_decode_inputs, check_lucid_inputs, compute_dtype
 
+# Read once: Triton itself decides between compiling and interpreting when a kernel is defined.
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
 
 @triton.jit
 def _lucid_substitution_kernel(
     U,  # (BH, T, DK) unit keys, fp32
-    X,  # (BH, T, DV) right-hand side (V forward, dV' backward)
+    X,  # (BH, T, DV) right-hand side (V forward, dV' backward), earlier panels subtracted
     DINV,  # (BH, NB, BLOCK, BLOCK) inverted diagonal blocks (transposed for the backward)
     OUT,  # (BH, T, DV) fp32 solution
     T,
     DK,
     DV,
     NB,
+    BLK_LO,  # this panel's row blocks: [BLK_LO, BLK_HI)
+    BLK_HI,
     sqrt_d,
     stride_ub,
     stride_ut,
@@ -56,8 +68,8 @@ def _lucid_substitution_kernel(
     cv = col0 + tl.arange(0, BLOCK_DV)
     kmask = ck < DK
     vmask = cv < DV
-    for step in range(0, NB):
-        i = NB - 1 - step if REVERSE else step
+    for step in range(0, BLK_HI - BLK_LO):
+        i = BLK_HI - 1 - step if REVERSE else BLK_LO + step
         rows = i * BLOCK + r
         rmask = rows < T
         acc = tl.load(
@@ -70,9 +82,10 @@ def _lucid_substitution_kernel(
             mask=rmask[:, None] & kmask[None, :],
             other=0.0,
         )
-        # Earlier blocks in solve order: j < i forward, j > i backward.
-        lo = i + 1 if REVERSE else 0
-        hi = NB if REVERSE else i
+        # Earlier blocks of this panel in solve order: j < i forward, j > i backward (earlier
+        # panels were already subtracted from X by the update kernel).
+        lo = i + 1 if REVERSE else BLK_LO
+        hi = BLK_HI if REVERSE else i
         for j in range(lo, hi):
             cols = j * BLOCK + r
             cmask = cols < T
@@ -122,37 +135,104 @@ def _diagonal_inverses(u: torch.Tensor, block: int, sqrt_d: float) -> torch.Tens
     return torch.linalg.solve_triangular(diag, eye, upper=False, unitriangular=True)
 
 
+@triton.jit
+def _lucid_panel_update_kernel(
+    U,  # (BH, T, DK) unit keys, fp32
+    X,  # (BH, T, DV) fp32 right-hand side, updated in place
+    OUT,  # (BH, T, DV) fp32 solution (this panel's rows are final)
+    T,
+    DK,
+    DV,
+    ROW_BLK0,  # first row block this launch updates
+    BLK_LO,  # the panel just solved: column blocks [BLK_LO, BLK_HI)
+    BLK_HI,
+    sqrt_d,
+    stride_ub,
+    stride_ut,
+    stride_xb,
+    stride_xt,
+    stride_ob,
+    stride_ot,
+    BLOCK: tl.constexpr,
+    BLOCK_DK: tl.constexpr,
+    BLOCK_DV: tl.constexpr,
+):
+    # X_r -= sum_{j in panel} L_rj OUT_j for one row block r outside the panel: every such row
+    # block is independent, so this is one parallel launch per panel. The same formula serves
+    # the backward (rows before the panel, L^T): (L^T)_rj = L_jr = exp(sqrt(d) (u_r . u_j - 1)).
+    r_blk = ROW_BLK0 + tl.program_id(0)
+    bh = tl.program_id(1)
+    col0 = tl.program_id(2) * BLOCK_DV
+    r = tl.arange(0, BLOCK)
+    ck = tl.arange(0, BLOCK_DK)
+    cv = col0 + tl.arange(0, BLOCK_DV)
+    kmask = ck < DK
+    vmask = cv < DV
+    rows = r_blk * BLOCK + r
+    rmask = rows < T
+    u_r = tl.load(
+        U + bh * stride_ub + rows[:, None] * stride_ut + ck[None, :],
+        mask=rmask[:, None] & kmask[None, :],
+        other=0.0,
+    )
+    acc = tl.zeros([BLOCK, BLOCK_DV], dtype=tl.float32)
+    for j in range(BLK_LO, BLK_HI):
+        cols = j * BLOCK + r
+        cmask = cols < T
+        u_j = tl.load(
+            U + bh * stride_ub + cols[:, None] * stride_ut + ck[None, :],
+            mask=cmask[:, None] & kmask[None, :],
+            other=0.0,
+        )
+        l_rj = tl.exp(sqrt_d * (tl.dot(u_r, tl.trans(u_j), input_precision="ieee") - 1.0))
+        l_rj = tl.where(rmask[:, None] & cmask[None, :], l_rj, 0.0)
+        x_j = tl.load(
+            OUT + bh * stride_ob + cols[:, None] * stride_ot + cv[None, :],
+            mask=cmask[:, None] & vmask[None, :],
+            other=0.0,
+        )
+        acc += tl.dot(l_rj, x_j, input_precision="ieee")
+    x_ptr = X + bh * stride_xb + rows[:, None] * stride_xt + cv[None, :]
+    x_mask = rmask[:, None] & vmask[None, :]
+    tl.store(x_ptr, tl.load(x_ptr, mask=x_mask, other=0.0) - acc, mask=x_mask)
+
+
+def _panel_blocks(block: int) -> int:
+    # Row blocks per panel: within a panel the substitution is sequential (one program per
+    # (batch x head, value chunk)); across panels the off-diagonal update is one parallel launch
+    # over the remaining row blocks. 512-row panels keep the sequential chain short without
+    # launching a kernel pair per block. Under the interpreter, 2-block panels so that short
+    # test sequences cross panels.
+    return 2 if _INTERPRET else max(1, 512 // block)
+
+
 def _substitute(
     u: torch.Tensor, x: torch.Tensor, dinv: torch.Tensor, reverse: bool
 ) -> torch.Tensor:
+    """Solve ``L out = x`` (``L^T out = x`` when ``reverse``) panel by panel."""
     bh, T, dk = u.shape
     dv = x.shape[-1]
     block = dinv.shape[-1]
     nb = dinv.shape[1]
+    panel = _panel_blocks(block)
+    panels = [(lo, min(lo + panel, nb)) for lo in range(0, nb, panel)]
+    if len(panels) > 1:  # the update kernel writes into x: work on an fp32 copy
+        x = x.to(torch.float32, copy=True).contiguous()
     out = torch.empty(bh, T, dv, device=x.device, dtype=torch.float32)
     block_dv = max(16, min(64, triton.next_power_of_2(dv)))
-    grid = (bh, triton.cdiv(dv, block_dv))
-    _lucid_substitution_kernel[grid](
-        u,
-        x,
-        dinv,
-        out,
-        T,
-        dk,
-        dv,
-        nb,
-        math.sqrt(dk),
-        u.stride(0),
-        u.stride(1),
-        x.stride(0),
-        x.stride(1),
-        out.stride(0),
-        out.stride(1),
-        BLOCK=block,
-        BLOCK_DK=max(16, triton.next_power_of_2(dk)),
-        BLOCK_DV=block_dv,
-        REVERSE=reverse,
-    )
+    n_dv = triton.cdiv(dv, block_dv)
+    consts = dict(BLOCK=block, BLOCK_DK=max(16, triton.next_power_of_2(dk)), BLOCK_DV=block_dv)
+    strides = (u.stride(0), u.stride(1), x.stride(0), x.stride(1), out.stride(0), out.stride(1))
+    sqrt_d = math.sqrt(dk)
+    for lo, hi in reversed(panels) if reverse else panels:
+        _lucid_substitution_kernel[(bh, n_dv)](
+            u, x, dinv, out, T, dk, dv, nb, lo, hi, sqrt_d, *strides, REVERSE=reverse, **consts
+        )
+        first, count = (0, lo) if reverse else (hi, nb - hi)  # the rows still to solve
+        if count:
+            _lucid_panel_update_kernel[(count, bh, n_dv)](
+                u, x, out, T, dk, dv, first, lo, hi, sqrt_d, *strides, **consts
+            )
     return out
 
 
