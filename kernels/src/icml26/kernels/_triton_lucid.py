@@ -11,8 +11,9 @@ rows) and blocks into panels (512 rows). Each block needs every earlier one:
 Panel by panel: one program per (batch x KV head, value-column chunk) walks the panel's blocks
 in order (the sum over j restricted to the panel), then one parallel launch subtracts the
 finished panel from every later row block (``V_r -= sum_{j in panel} L_rj V'_j``, one program per
-row block). The sequential chain is one panel long; the rest of the work, most of the FLOPs for
-long sequences, runs with as many programs as there are row blocks left.
+row block). What stays sequential is the walk through one panel at a time plus two launches per
+panel; the work between panels, most of the FLOPs for long sequences, runs with as many programs
+as there are row blocks left.
 
 The backward solve ``dV = L^{-T} dV'`` is the same scheme run from the last panel (and block) to
 the first with the transposed blocks (``(L_ji)^T = exp(sqrt(d) (U_i U_j^T - 1))`` for j > i: the

@@ -10,6 +10,7 @@ from icml26.lucid import (
     LucidCache,
     TinyLM,
     TinyLMConfig,
+    apply_rope,
     lucid_append,
     lucid_attention_reference,
     lucid_solve_reference,
@@ -34,16 +35,32 @@ def test_append_equals_the_full_solve_in_chunks():
     assert_close(torch.cat(parts, 2), full, atol=1e-10, rtol=1e-10)
 
 
+@pytest.mark.parametrize("rope_base", [None, 100.0])
 @pytest.mark.parametrize("kind", ["lucid", "softmax"])
-def test_module_with_cache_matches_the_full_forward(kind):
+def test_module_with_cache_matches_the_full_forward(kind, rope_base):
     torch.manual_seed(0)
-    layer = LucidAttention(32, num_heads=4, num_kv_heads=2, kind=kind).double()
+    layer = LucidAttention(32, num_heads=4, num_kv_heads=2, kind=kind, rope_base=rope_base)
+    layer = layer.double()
     x = torch.randn(2, 13, 32, dtype=torch.float64)
     full = layer(x)
     cache = LucidCache()
     steps = [layer(x[:, :6], cache)] + [layer(x[:, t : t + 1], cache) for t in range(6, 13)]
     assert cache.length == 13
     assert_close(torch.cat(steps, 1), full, atol=1e-10, rtol=1e-10)
+
+
+def test_rotary_scores_depend_on_relative_position_only():
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 1, 1, 1, 16, generator=g, dtype=torch.float64)
+    x_q, x_k = q.expand(1, 1, 12, 16), k.expand(1, 1, 12, 16)  # the same vectors at 12 positions
+    scores = apply_rope(x_q, 3, 50.0) @ apply_rope(x_k, 3, 50.0).transpose(-1, -2)
+    for offset in (0, 1, 5):  # constant along every diagonal m - n = offset
+        diagonal = scores[0, 0].diagonal(-offset)
+        assert_close(diagonal, diagonal[:1].expand_as(diagonal), atol=1e-12, rtol=1e-12)
+    assert not torch.allclose(scores[0, 0, 5, 4], scores[0, 0, 5, 0])
+    assert_close(apply_rope(x_q, 7, 50.0).norm(dim=-1), x_q.norm(dim=-1), atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="even head dimension"):
+        LucidAttention(12, num_heads=4, rope_base=100.0)
 
 
 FUSED_DECODE_CHECK = """

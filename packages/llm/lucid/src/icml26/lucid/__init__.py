@@ -13,7 +13,7 @@ from icml26.kernels.lucid import (
     lucid_solve,
     lucid_solve_reference,
 )
-from icml26.lucid.attention import LucidAttention, LucidCache, lucid_append
+from icml26.lucid.attention import LucidAttention, LucidCache, apply_rope, lucid_append
 from icml26.lucid.hf import register_lucid
 from icml26.lucid.model import TinyLM, TinyLMConfig
 
@@ -22,6 +22,7 @@ __all__ = [
     "LucidCache",
     "TinyLM",
     "TinyLMConfig",
+    "apply_rope",
     "lucid_append",
     "lucid_attention",
     "lucid_attention_reference",

@@ -51,6 +51,21 @@ def lucid_append(
     return torch.linalg.solve_triangular(D, rhs, upper=False, unitriangular=True)
 
 
+def apply_rope(x: torch.Tensor, start: int, base: float) -> torch.Tensor:
+    """Rotary position embedding (Su et al., 2021; Llama's half-split layout) of (B, H, T, D)
+    queries or keys at positions ``start .. start + T - 1``."""
+    T, D = x.shape[-2], x.shape[-1]
+    if D % 2:
+        raise ValueError(f"rotary embeddings need an even head dimension, got {D}")
+    ct = compute_dtype(x.dtype)  # angles in fp32 (fp64 for fp64 inputs), as the solve
+    inv_freq = base ** (-torch.arange(0, D, 2, device=x.device, dtype=ct) / D)
+    angles = torch.arange(start, start + T, device=x.device, dtype=ct)[:, None] * inv_freq
+    cos = torch.cat([angles.cos(), angles.cos()], -1).to(x.dtype)
+    sin = torch.cat([angles.sin(), angles.sin()], -1).to(x.dtype)
+    x1, x2 = x[..., : D // 2], x[..., D // 2 :]
+    return x * cos + torch.cat([-x2, x1], -1) * sin
+
+
 @dataclass
 class LucidCache:
     """Keys and preconditioned values ``V'`` of the tokens seen so far, for one layer.
@@ -85,6 +100,7 @@ class LucidAttention(nn.Module):
         bias: bool = False,
         kind: Literal["lucid", "softmax"] = "lucid",
         temperature: float = 1.0,
+        rope_base: float | None = None,
     ) -> None:
         super().__init__()
         num_kv_heads = num_kv_heads or num_heads
@@ -97,6 +113,12 @@ class LucidAttention(nn.Module):
             raise ValueError(f"kind must be 'lucid' or 'softmax', got {kind!r}")
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
+        if rope_base is not None and (not rope_base > 1 or (dim // num_heads) % 2):
+            raise ValueError(
+                f"rope_base must be > 1 with an even head dimension, got {rope_base} and "
+                f"head dimension {dim // num_heads}"
+            )
+        self.rope_base = rope_base
         self.dim, self.num_heads, self.num_kv_heads = dim, num_heads, num_kv_heads
         self.head_dim = dim // num_heads
         self.kind, self.temperature = kind, temperature
@@ -117,6 +139,9 @@ class LucidAttention(nn.Module):
         q = self._heads(x, self.q_proj, self.num_heads)
         k = self._heads(x, self.k_proj, self.num_kv_heads)
         v = self._heads(x, self.v_proj, self.num_kv_heads)
+        if self.rope_base is not None:  # as in Llama: L is built from the rotated keys
+            start = 0 if cache is None else cache.length
+            q, k = apply_rope(q, start, self.rope_base), apply_rope(k, start, self.rope_base)
         scale = 1.0 / (self.temperature * math.sqrt(self.head_dim))
         group = self.num_heads // self.num_kv_heads
         if cache is None:

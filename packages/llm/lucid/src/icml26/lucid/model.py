@@ -1,8 +1,9 @@
 """A small decoder-only language model whose attention layers are ``LucidAttention``.
 
-Pre-norm blocks (LayerNorm, attention, LayerNorm, GELU MLP), learned position embeddings, tied
-input/output embeddings: the nanoGPT shape, small enough for the demo's CPU runs. ``kind``
-switches every layer between LUCID and softmax attention with identical parameters.
+Pre-norm blocks (LayerNorm, attention, LayerNorm, GELU MLP), learned position embeddings (or
+rotary ones, ``rope_base``), tied input/output embeddings: the nanoGPT shape, small enough for
+the demo's CPU runs. ``kind`` switches every layer between LUCID and softmax attention with
+identical parameters.
 """
 
 from dataclasses import dataclass
@@ -31,13 +32,18 @@ class TinyLMConfig:
     """'lucid' or 'softmax' attention in every layer."""
     temperature: float = 1.0
     """Softmax temperature of the attention (1: standard)."""
+    rope_base: float | None = None
+    """Rotary position embeddings with this base in every attention layer (None: learned
+    absolute position embeddings instead)."""
 
 
 class Block(nn.Module):
     def __init__(self, cfg: TinyLMConfig) -> None:
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(cfg.dim), nn.LayerNorm(cfg.dim)
-        self.attn = LucidAttention(cfg.dim, cfg.heads, kind=cfg.kind, temperature=cfg.temperature)
+        self.attn = LucidAttention(
+            cfg.dim, cfg.heads, kind=cfg.kind, temperature=cfg.temperature, rope_base=cfg.rope_base
+        )
         self.mlp = nn.Sequential(
             nn.Linear(cfg.dim, 4 * cfg.dim), nn.GELU(), nn.Linear(4 * cfg.dim, cfg.dim)
         )
@@ -54,20 +60,23 @@ class TinyLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.tok = nn.Embedding(cfg.vocab_size, cfg.dim)
-        self.pos = nn.Embedding(cfg.max_len, cfg.dim)
+        self.pos = nn.Embedding(cfg.max_len, cfg.dim) if cfg.rope_base is None else None
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
         self.ln = nn.LayerNorm(cfg.dim)
         # GPT-2 / nanoGPT scale for the (tied) embeddings: unit-variance rows would start the
         # logits at a loss of tens of nats.
         nn.init.normal_(self.tok.weight, std=0.02)
-        nn.init.normal_(self.pos.weight, std=0.02)
+        if self.pos is not None:
+            nn.init.normal_(self.pos.weight, std=0.02)
 
     def forward(self, tokens: torch.Tensor, caches: list[LucidCache] | None = None) -> torch.Tensor:
         T = tokens.shape[1]
         start = caches[0].length if caches else 0
         if start + T > self.cfg.max_len:
             raise ValueError(f"sequence of {start + T} tokens exceeds max_len {self.cfg.max_len}")
-        x = self.tok(tokens) + self.pos(torch.arange(start, start + T, device=tokens.device))
+        x = self.tok(tokens)
+        if self.cfg.rope_base is None:
+            x = x + self.pos(torch.arange(start, start + T, device=tokens.device))
         for i, block in enumerate(self.blocks):
             x = block(x, caches[i] if caches else None)
         return self.ln(x) @ self.tok.weight.T  # (B, T, vocab)

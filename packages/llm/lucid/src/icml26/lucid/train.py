@@ -54,6 +54,7 @@ def train_mqar(
     lr: float = 3e-3,
     eval_every: int = 25,
     threshold: float = 0.99,
+    rope_base: float | None = None,
     progress: bool = False,
 ) -> MQARRun:
     """Train a fresh ``TinyLM`` (attention ``kind``) on MQAR; stop once it is solved."""
@@ -61,7 +62,13 @@ def train_mqar(
     torch.manual_seed(seed)  # same initial weights on every rank (DDP broadcasts them anyway)
     model = TinyLM(
         TinyLMConfig(
-            vocab_size=vocab, max_len=seq_len, dim=dim, layers=layers, heads=heads, kind=kind
+            vocab_size=vocab,
+            max_len=seq_len,
+            dim=dim,
+            layers=layers,
+            heads=heads,
+            kind=kind,
+            rope_base=rope_base,
         )
     )
     wrapped = _wrap(model)
@@ -116,6 +123,7 @@ def train_char_lm(
     heads: int = 2,
     batch: int = 32,
     lr: float = 3e-3,
+    rope_base: float | None = None,
     progress: bool = False,
 ) -> dict[str, float]:
     """Train a character LM on ``pydoc_data.topics`` (90% train / 10% held out); return the
@@ -127,7 +135,13 @@ def train_char_lm(
     torch.manual_seed(seed)
     model = TinyLM(
         TinyLMConfig(
-            vocab_size=128, max_len=seq_len, dim=dim, layers=layers, heads=heads, kind=kind
+            vocab_size=128,
+            max_len=seq_len,
+            dim=dim,
+            layers=layers,
+            heads=heads,
+            kind=kind,
+            rope_base=rope_base,
         )
     )
     wrapped = _wrap(model)
