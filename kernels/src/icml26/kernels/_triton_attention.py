@@ -122,6 +122,32 @@ def _attn_fwd_kernel(
 
 
 @triton.jit
+def _load_pair(A, B, off, mask, UPCAST: tl.constexpr):
+    # Two tiles at the same offsets (q and dO, or k and v), upcast under the interpreter.
+    a = tl.load(A + off, mask=mask, other=0.0)
+    b = tl.load(B + off, mask=mask, other=0.0)
+    if UPCAST:
+        a = a.to(tl.float32)
+        b = b.to(tl.float32)
+    return a, b
+
+
+@triton.jit
+def _probs_and_score_grads(
+    q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL: tl.constexpr
+):
+    # The backward's shared step: p recomputed from the saved log-sum-exp, and
+    # ds = p (dO v^T - delta), both (BLOCK_M, BLOCK_N), zero outside the mask.
+    s = tl.dot(q, tl.trans(k)) * qk_scale
+    valid = (offs_m[:, None] < T) & (offs_n[None, :] < T)
+    if CAUSAL:
+        valid = valid & (offs_n[None, :] <= offs_m[:, None])
+    p = tl.where(valid, tl.exp2(s - lse[:, None]), 0.0)
+    ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
+    return p, ds
+
+
+@triton.jit
 def _attn_bwd_dkdv_kernel(
     Q,  # (B, H, T, D), contiguous
     K,  # (B, H_kv, T, D), contiguous
@@ -154,11 +180,7 @@ def _attn_bwd_dkdv_kernel(
     dmask = offs_d < D
     kv_off = bhk * T * D + offs_n[:, None] * D + offs_d[None, :]
     kv_mask = nmask[:, None] & dmask[None, :]
-    k = tl.load(K + kv_off, mask=kv_mask, other=0.0)
-    v = tl.load(V + kv_off, mask=kv_mask, other=0.0)
-    if UPCAST:
-        k = k.to(tl.float32)
-        v = v.to(tl.float32)
+    k, v = _load_pair(K, V, kv_off, kv_mask, UPCAST)
     dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     lo = 0
@@ -170,22 +192,13 @@ def _attn_bwd_dkdv_kernel(
             offs_m = start_m + tl.arange(0, BLOCK_M)
             mmask = offs_m < T
             q_off = bh * T * D + offs_m[:, None] * D + offs_d[None, :]
-            q_mask = mmask[:, None] & dmask[None, :]
-            q = tl.load(Q + q_off, mask=q_mask, other=0.0)
-            do = tl.load(DO + q_off, mask=q_mask, other=0.0)
-            if UPCAST:
-                q = q.to(tl.float32)
-                do = do.to(tl.float32)
+            q, do = _load_pair(Q, DO, q_off, mmask[:, None] & dmask[None, :], UPCAST)
             lse = tl.load(LSE + bh * T + offs_m, mask=mmask, other=0.0)
             delta = tl.load(DELTA + bh * T + offs_m, mask=mmask, other=0.0)
-            s = tl.dot(q, tl.trans(k)) * qk_scale  # (BLOCK_M, BLOCK_N)
-            valid = mmask[:, None] & nmask[None, :]
-            if CAUSAL:
-                valid = valid & (offs_n[None, :] <= offs_m[:, None])
-            p = tl.where(valid, tl.exp2(s - lse[:, None]), 0.0)
+            p, ds = _probs_and_score_grads(
+                q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL
+            )
             dv += tl.dot(tl.trans(p.to(do.dtype)), do)
-            dp = tl.dot(do, tl.trans(v))
-            ds = p * (dp - delta[:, None])
             dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
     tl.store(DK + kv_off, dk * sm_scale, mask=kv_mask)
     tl.store(DV + kv_off, dv, mask=kv_mask)
@@ -222,11 +235,7 @@ def _attn_bwd_dq_kernel(
     dmask = offs_d < D
     q_off = bh * T * D + offs_m[:, None] * D + offs_d[None, :]
     q_mask = mmask[:, None] & dmask[None, :]
-    q = tl.load(Q + q_off, mask=q_mask, other=0.0)
-    do = tl.load(DO + q_off, mask=q_mask, other=0.0)
-    if UPCAST:
-        q = q.to(tl.float32)
-        do = do.to(tl.float32)
+    q, do = _load_pair(Q, DO, q_off, q_mask, UPCAST)
     lse = tl.load(LSE + bh * T + offs_m, mask=mmask, other=0.0)
     delta = tl.load(DELTA + bh * T + offs_m, mask=mmask, other=0.0)
     dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
@@ -237,19 +246,8 @@ def _attn_bwd_dq_kernel(
         offs_n = start_n + tl.arange(0, BLOCK_N)
         nmask = offs_n < T
         kv_off = bhk * T * D + offs_n[:, None] * D + offs_d[None, :]
-        kv_mask = nmask[:, None] & dmask[None, :]
-        k = tl.load(K + kv_off, mask=kv_mask, other=0.0)
-        v = tl.load(V + kv_off, mask=kv_mask, other=0.0)
-        if UPCAST:
-            k = k.to(tl.float32)
-            v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k)) * qk_scale
-        valid = mmask[:, None] & nmask[None, :]
-        if CAUSAL:
-            valid = valid & (offs_n[None, :] <= offs_m[:, None])
-        p = tl.where(valid, tl.exp2(s - lse[:, None]), 0.0)
-        dp = tl.dot(do, tl.trans(v))
-        ds = p * (dp - delta[:, None])
+        k, v = _load_pair(K, V, kv_off, nmask[:, None] & dmask[None, :], UPCAST)
+        _, ds = _probs_and_score_grads(q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL)
         dq += tl.dot(ds.to(k.dtype), k)
     tl.store(DQ + q_off, dq * sm_scale, mask=q_mask)
 

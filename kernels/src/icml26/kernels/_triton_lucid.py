@@ -39,6 +39,46 @@ _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 @triton.jit
+def _l_block_product(
+    U,
+    OUT,
+    u_i,
+    rmask,
+    j,
+    T,
+    bh,
+    sqrt_d,
+    stride_ub,
+    stride_ut,
+    stride_ob,
+    stride_ot,
+    ck,
+    kmask,
+    cv,
+    vmask,
+    BLOCK: tl.constexpr,
+):
+    # L_ij OUT_j for row block i (unit keys u_i, row mask rmask) and column block j, with
+    # L_ij = exp(sqrt(d) (u_i u_j^T - 1)) built on the fly (the formula is symmetric, so the
+    # backward's transposed blocks use it unchanged).
+    cols = j * BLOCK + tl.arange(0, BLOCK)
+    cmask = cols < T
+    u_j = tl.load(
+        U + bh * stride_ub + cols[:, None] * stride_ut + ck[None, :],
+        mask=cmask[:, None] & kmask[None, :],
+        other=0.0,
+    )
+    l_ij = tl.exp(sqrt_d * (tl.dot(u_i, tl.trans(u_j), input_precision="ieee") - 1.0))
+    l_ij = tl.where(rmask[:, None] & cmask[None, :], l_ij, 0.0)
+    x_j = tl.load(
+        OUT + bh * stride_ob + cols[:, None] * stride_ot + cv[None, :],
+        mask=cmask[:, None] & vmask[None, :],
+        other=0.0,
+    )
+    return tl.dot(l_ij, x_j, input_precision="ieee")
+
+
+@triton.jit
 def _lucid_substitution_kernel(
     U,  # (BH, T, DK) unit keys, fp32
     X,  # (BH, T, DV) right-hand side (V forward, dV' backward), earlier panels subtracted
@@ -88,22 +128,25 @@ def _lucid_substitution_kernel(
         lo = i + 1 if REVERSE else BLK_LO
         hi = BLK_HI if REVERSE else i
         for j in range(lo, hi):
-            cols = j * BLOCK + r
-            cmask = cols < T
-            u_j = tl.load(
-                U + bh * stride_ub + cols[:, None] * stride_ut + ck[None, :],
-                mask=cmask[:, None] & kmask[None, :],
-                other=0.0,
+            acc -= _l_block_product(
+                U,
+                OUT,
+                u_i,
+                rmask,
+                j,
+                T,
+                bh,
+                sqrt_d,
+                stride_ub,
+                stride_ut,
+                stride_ob,
+                stride_ot,
+                ck,
+                kmask,
+                cv,
+                vmask,
+                BLOCK,
             )
-            cos = tl.dot(u_i, tl.trans(u_j), input_precision="ieee")  # (BLOCK, BLOCK)
-            l_ij = tl.exp(sqrt_d * (cos - 1.0))
-            l_ij = tl.where(rmask[:, None] & cmask[None, :], l_ij, 0.0)
-            x_j = tl.load(
-                OUT + bh * stride_ob + cols[:, None] * stride_ot + cv[None, :],
-                mask=cmask[:, None] & vmask[None, :],
-                other=0.0,
-            )
-            acc -= tl.dot(l_ij, x_j, input_precision="ieee")
         dinv = tl.load(DINV + ((bh * NB + i) * BLOCK + r[:, None]) * BLOCK + r[None, :])
         x_i = tl.dot(dinv, acc, input_precision="ieee")
         tl.store(
@@ -178,21 +221,25 @@ def _lucid_panel_update_kernel(
     )
     acc = tl.zeros([BLOCK, BLOCK_DV], dtype=tl.float32)
     for j in range(BLK_LO, BLK_HI):
-        cols = j * BLOCK + r
-        cmask = cols < T
-        u_j = tl.load(
-            U + bh * stride_ub + cols[:, None] * stride_ut + ck[None, :],
-            mask=cmask[:, None] & kmask[None, :],
-            other=0.0,
+        acc += _l_block_product(
+            U,
+            OUT,
+            u_r,
+            rmask,
+            j,
+            T,
+            bh,
+            sqrt_d,
+            stride_ub,
+            stride_ut,
+            stride_ob,
+            stride_ot,
+            ck,
+            kmask,
+            cv,
+            vmask,
+            BLOCK,
         )
-        l_rj = tl.exp(sqrt_d * (tl.dot(u_r, tl.trans(u_j), input_precision="ieee") - 1.0))
-        l_rj = tl.where(rmask[:, None] & cmask[None, :], l_rj, 0.0)
-        x_j = tl.load(
-            OUT + bh * stride_ob + cols[:, None] * stride_ot + cv[None, :],
-            mask=cmask[:, None] & vmask[None, :],
-            other=0.0,
-        )
-        acc += tl.dot(l_rj, x_j, input_precision="ieee")
     x_ptr = X + bh * stride_xb + rows[:, None] * stride_xt + cv[None, :]
     x_mask = rmask[:, None] & vmask[None, :]
     tl.store(x_ptr, tl.load(x_ptr, mask=x_mask, other=0.0) - acc, mask=x_mask)

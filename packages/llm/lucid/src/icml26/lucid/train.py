@@ -35,8 +35,13 @@ def _rank_world() -> tuple[int, int]:
     return 0, 1
 
 
-def _wrap(model: nn.Module) -> nn.Module:
-    return nn.parallel.DistributedDataParallel(model) if _rank_world()[1] > 1 else model
+def _fresh_model(seed: int, lr: float, **shape) -> tuple[TinyLM, nn.Module, torch.optim.Optimizer]:
+    """A new ``TinyLM(TinyLMConfig(**shape))``, the module to call (DDP-wrapped under a process
+    group) and its AdamW."""
+    torch.manual_seed(seed)  # same initial weights on every rank (DDP broadcasts them anyway)
+    model = TinyLM(TinyLMConfig(**shape))
+    wrapped = nn.parallel.DistributedDataParallel(model) if _rank_world()[1] > 1 else model
+    return model, wrapped, torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
 
 
 def train_mqar(
@@ -59,20 +64,17 @@ def train_mqar(
 ) -> MQARRun:
     """Train a fresh ``TinyLM`` (attention ``kind``) on MQAR; stop once it is solved."""
     rank, world = _rank_world()
-    torch.manual_seed(seed)  # same initial weights on every rank (DDP broadcasts them anyway)
-    model = TinyLM(
-        TinyLMConfig(
-            vocab_size=vocab,
-            max_len=seq_len,
-            dim=dim,
-            layers=layers,
-            heads=heads,
-            kind=kind,
-            rope_base=rope_base,
-        )
+    model, wrapped, opt = _fresh_model(
+        seed,
+        lr,
+        vocab_size=vocab,
+        max_len=seq_len,
+        dim=dim,
+        layers=layers,
+        heads=heads,
+        kind=kind,
+        rope_base=rope_base,
     )
-    wrapped = _wrap(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
     data_gen = torch.Generator().manual_seed(seed * 1000 + 1 + rank)
     eval_x, eval_y = mqar_batch(
@@ -132,20 +134,17 @@ def train_char_lm(
     tokens = char_tokens(pydoc_text())
     split = int(0.9 * len(tokens))
     train, held = tokens[:split], tokens[split:]
-    torch.manual_seed(seed)
-    model = TinyLM(
-        TinyLMConfig(
-            vocab_size=128,
-            max_len=seq_len,
-            dim=dim,
-            layers=layers,
-            heads=heads,
-            kind=kind,
-            rope_base=rope_base,
-        )
+    model, wrapped, opt = _fresh_model(
+        seed,
+        lr,
+        vocab_size=128,
+        max_len=seq_len,
+        dim=dim,
+        layers=layers,
+        heads=heads,
+        kind=kind,
+        rope_base=rope_base,
     )
-    wrapped = _wrap(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / 50) * 0.5 * (1 + math.cos(math.pi * s / steps))
     )
