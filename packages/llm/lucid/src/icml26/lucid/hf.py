@@ -9,8 +9,10 @@ interface (Llama, Qwen2, Mistral, SmolLM2, ...) runs LUCID for training and for 
 
 The function receives the layer's query (B, H, T_q, D) and the cache's full key and value
 (B, H_kv, T_k, D) after rotary embeddings, computes ``V' = L^{-1} V`` over all T_k keys with
-``icml26.kernels.lucid.lucid_solve``, and hands (Q, K, V') to transformers' own SDPA path (masks,
-GQA and scaling as for ``"sdpa"``).
+``icml26.kernels.lucid.lucid_solve``, and computes attention on (Q, K, V'): unmasked causal
+self-attention (training, unpadded prompts) through ``icml26.kernels.attention.softmax_attention``
+when its Triton kernel applies (CUDA), everything else through transformers' own SDPA path
+(masks, GQA and scaling as for ``"sdpa"``).
 
 The HF cache stores V, not V'. So that a decode step does not re-solve the whole prefix
 (O(T_k^2 d) per step), each attention module keeps, outside autograd only (inference), the K, V
@@ -28,12 +30,45 @@ import torch
 IMPLEMENTATION = "lucid"
 
 
-def lucid_attention_forward(module, query, key, value, attention_mask, **kwargs):
-    """The ``AttentionInterface`` function: SDPA on (Q, K, L^{-1} V)."""
+def lucid_attention_forward(
+    module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs
+):
+    """The ``AttentionInterface`` function: attention on (Q, K, L^{-1} V).
+
+    Full causal self-attention with no mask (training, or a prompt without padding) goes to
+    ``softmax_attention`` when its Triton kernel applies (CUDA tensors, see ``ICML26_KERNELS``);
+    everything else (padding masks, decode steps, dropout, CPU tensors) to transformers' SDPA
+    function, which handles masks and GQA for every case."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    from icml26.kernels import Backend, select_backend
+    from icml26.kernels.attention import softmax_attention
+
     vp = _preconditioned_values(module, key, value).to(value.dtype)
-    return sdpa_attention_forward(module, query, key, vp, attention_mask, **kwargs)
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    if (
+        causal
+        and attention_mask is None
+        and not dropout
+        and 1 < query.shape[2] == key.shape[2]
+        and query.dtype != torch.float64
+        and kwargs.get("position_bias") is None
+        and kwargs.get("softcap") is None
+        and select_backend(query, key, vp) is Backend.TRITON
+    ):
+        out = softmax_attention(query, key, vp, causal=True, scale=scaling)
+        return out.transpose(1, 2).contiguous(), None  # (B, T, H, D), as transformers expects
+    return sdpa_attention_forward(
+        module,
+        query,
+        key,
+        vp,
+        attention_mask,
+        dropout=dropout,
+        scaling=scaling,
+        is_causal=is_causal,
+        **kwargs,
+    )
 
 
 def _preconditioned_values(module, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
