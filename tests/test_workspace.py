@@ -167,3 +167,63 @@ def test_ci_script_calls_the_readme_test_command():
 def test_lock_is_current():
     out = subprocess.run([UV, "lock", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+# --- the results contract ---------------------------------------------------------------------
+
+import ast  # noqa: E402
+
+import reproduce  # noqa: E402
+import sync_results  # noqa: E402
+
+METHOD_PACKAGES = [m for m in MEMBERS if m.is_method_package]
+
+
+@pytest.mark.parametrize("m", METHOD_PACKAGES, ids=lambda m: m.name)
+def test_committed_results_validate_with_one_row_per_claim(m):
+    files = reproduce.committed_results(m)
+    assert files, f"{m.name}: commit the full demo's results.json as {m.rel}/results/demo.json"
+    assert files[0].name == "demo.json", f"{m.name}: the default demo's file is results/demo.json"
+    for path in files:
+        results = reproduce.CONTRACT.validate_results(path)  # strict JSON, schema, verdict sum
+        assert results["package"] == m.name, f"{path}: written by {results['package']}"
+        assert results["quick"] is False, f"{path}: a --quick run is a smoke test, not a result"
+        assert results["version"] == m.version, (
+            f"{path}: made by {m.name} {results['version']}, the package is {m.version}: rerun "
+            "`uv run tools/reproduce.py --full --only " + m.name + "`"
+        )
+        command = results["config"].get("command", "")
+        assert command.startswith(f"{m.scripts[0]} demo"), (
+            f"{path}: config['command'] must be the exact command that made it, got {command!r}"
+        )
+    default = reproduce.CONTRACT.load_results(files[0])["config"]["command"]
+    assert default == f"{m.scripts[0]} demo", (
+        f"{files[0]}: results/demo.json is the default demo's (`{m.scripts[0]} demo`), "
+        f"got `{default}`"
+    )
+
+
+def test_root_readme_table_is_generated_from_the_committed_results():
+    text = (ROOT / "README.md").read_text()
+    expected = reproduce.replace_readme_table(text, reproduce.readme_table())
+    assert text == expected, (
+        "README.md's results table differs from the committed results files: run "
+        "`uv run tools/reproduce.py --table`"
+    )
+
+
+def test_results_contract_copies_match_the_toolkit():
+    expected = sync_results.expected_copy()
+    drifted = [p for p in sync_results.copy_paths() if not p.is_file() or p.read_text() != expected]
+    assert not drifted, f"run `uv run tools/sync_results.py`: {drifted} differ from the toolkit"
+
+
+@pytest.mark.parametrize("m", METHOD_PACKAGES, ids=lambda m: m.name)
+def test_demo_has_experiment_and_a_tested_verdict_function(m):
+    module = m.name.removeprefix("icml26-")
+    demo = m.path / "src" / "icml26" / module / "demo.py"
+    tree = ast.parse(demo.read_text())
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert {"experiment", "verdict"} <= defined, f"{demo}: needs experiment() and verdict()"
+    tests = "".join(p.read_text() for p in (m.path / "tests").glob("test_*.py"))
+    assert re.search(r"\bverdict\(", tests), f"{m.name}: no test calls verdict()"

@@ -60,9 +60,9 @@ ENV = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
 PRINT_LOCK = threading.Lock()
 
 
-def run(cmd: list[str], **kw) -> int:
+def run(cmd: list[str], env: dict[str, str] | None = None) -> int:
     print(f"\n$ {' '.join(cmd)}", flush=True)
-    return subprocess.run(cmd, cwd=ROOT, env=ENV, **kw).returncode
+    return subprocess.run(cmd, cwd=ROOT, env=env or ENV).returncode
 
 
 def run_captured(cmd: list[str], env: dict[str, str]) -> int:
@@ -142,10 +142,16 @@ def main() -> int:
 
     rows: list[Row] = []
     start = time.perf_counter()
+    # Every uv run below syncs an environment of this script's own (temporary folders), never
+    # the developer's .venv, which --exact would strip of whatever else they installed.
+    envs_dir = tempfile.TemporaryDirectory(prefix="icml26-ci-")
+    envs = envs_dir.name
     lint = Row("ruff check + format")
     t0 = time.perf_counter()
     ruff = [UV, "run", "--locked", "--exact", "--only-group", "dev", "ruff"]
-    codes = [run([*ruff, "check", "."]), run([*ruff, "format", "--check", "."])]
+    lint_env = {**ENV, "UV_PROJECT_ENVIRONMENT": str(Path(envs) / "venv0")}
+    codes = [run([*ruff, "check", "."], env=lint_env)]
+    codes.append(run([*ruff, "format", "--check", "."], env=lint_env))
     lint.seconds = time.perf_counter() - t0
     lint.passed, lint.failed = sum(c == 0 for c in codes), sum(c != 0 for c in codes)
     rows.append(lint)
@@ -164,7 +170,7 @@ def main() -> int:
                 [UV, "run", "--locked", "--exact", "--package", m.name, "pytest", m.rel, *extra],
             )
         )
-    with tempfile.TemporaryDirectory(prefix="icml26-ci-") as envs:
+    with envs_dir:
         slots: queue.Queue[dict[str, str]] = queue.Queue()
         # jobs share the cores: without a thread cap each torch process starts one OpenMP thread
         # per core, and spinning threads of concurrent jobs slow many-small-op tests 10x or more

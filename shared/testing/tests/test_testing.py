@@ -1,4 +1,6 @@
 import json
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -7,13 +9,18 @@ import torch.distributed as dist
 from torch import nn
 
 from icml26.testing import (
+    as_smoke,
     assert_close,
     assert_unbiased,
     assert_variance_order,
     check_gradients,
+    claim_row,
+    demo_command,
     run_cli,
     run_distributed,
+    summarise,
     validate_results,
+    write_results,
 )
 from icml26.testing.plugin import available_devices
 
@@ -34,7 +41,7 @@ def test_assert_close_passes_and_reports():
     assert_close(ref.float(), ref)
     bad = ref.clone()
     bad[7] += 0.5
-    with pytest.raises(AssertionError, match=r"max abs error 5\.000e-01 at index \(7,\)"):
+    with pytest.raises(AssertionError, match=r"index \(7,\).*max abs error 5\.000e-01"):
         assert_close(bad, ref)
     with pytest.raises(AssertionError, match="shape"):
         assert_close(ref[:3], ref)
@@ -46,6 +53,56 @@ def test_assert_close_passes_and_reports():
         assert_close(ref + 1e-3, ref, atol=1, rel_norm_tol=1e-6)
 
 
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize(
+    ("actual", "reference"),
+    [
+        ([5.0], [INF]),  # finite against inf
+        ([INF], [-INF]),  # opposite infinities
+        ([-INF], [INF]),
+        ([5.0], [NAN]),  # finite against a NaN reference
+        ([NAN], [5.0]),  # NaN against a finite reference
+        ([INF], [NAN]),
+        ([NAN], [NAN]),  # NaN == NaN only with equal_nan=True
+        ([INF], [5.0]),
+        ([1.0, INF], [1.0, 1e300]),
+    ],
+)
+def test_assert_close_fails_on_every_non_finite_mismatch(actual, reference):
+    with pytest.raises(AssertionError, match="non-finite mismatch"):
+        assert_close(torch.tensor(actual), torch.tensor(reference, dtype=torch.float64))
+    # no tolerance, however loose, makes them close
+    with pytest.raises(AssertionError):
+        reference = torch.tensor(reference, dtype=torch.float64)
+        assert_close(torch.tensor(actual), reference, atol=1e308, rtol=1e308)
+
+
+def test_assert_close_accepts_matching_non_finite_values():
+    x = torch.tensor([1.0, INF, -INF, NAN])
+    assert_close(x[:3], x[:3].double())
+    assert_close(x, x.clone(), equal_nan=True)
+    with pytest.raises(AssertionError, match="equal_nan=True"):
+        assert_close(x, x.clone())
+
+
+def test_assert_close_tolerance_is_tight_at_its_edge():
+    ref = torch.zeros(3, dtype=torch.float64)
+    assert_close(ref + 1e-6, ref, atol=1e-6, rtol=0)
+    with pytest.raises(AssertionError):
+        assert_close(ref + 2e-6, ref, atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="atol and rtol"):
+        assert_close(ref, ref, atol=-1.0)
+
+
+def test_assert_close_uses_its_dtype_default_tolerances():
+    ref = torch.ones(4, dtype=torch.float64)
+    assert_close((ref + 5e-3).half(), ref)  # fp16: atol 1e-3 + rtol 1e-2
+    with pytest.raises(AssertionError):
+        assert_close(ref + 5e-3, ref)  # fp64: 1e-10 + 1e-8
+
+
 def test_check_gradients_against_reference_and_finite_differences():
     x = torch.randn(4, 5, requires_grad=True)
     check_gradients(lambda t: t.sin() * t, [x], lambda t: t.sin() * t, atol=1e-5, rtol=1e-4)
@@ -53,6 +110,30 @@ def test_check_gradients_against_reference_and_finite_differences():
     with pytest.raises(AssertionError, match="grad of input 0"):
         # Same forward (x^2), but a detach() drops half the gradient: a real bug to be caught.
         check_gradients(lambda t: t * t.detach(), [x], lambda t: t * t)
+    with pytest.raises(AssertionError, match="forward"):
+        check_gradients(lambda t: t * t + 1e-3, [x], lambda t: t * t)
+    with pytest.raises(AssertionError, match="no gradient"):
+        check_gradients(lambda t: t.detach() * 2, [x], lambda t: t * 2)
+    with pytest.raises(AssertionError, match="reference has none"):
+        y = torch.randn(4, 5, requires_grad=True)
+        check_gradients(lambda a, b: a + b, [x, y], lambda a, b: a + b.detach())
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        # A custom backward that is wrong by a factor of 2: finite differences catch it.
+        check_gradients(_WrongGrad.apply, [x])
+    with pytest.raises(ValueError, match="no input requires grad"):
+        check_gradients(lambda t: t, [torch.randn(3)])
+
+
+class _WrongGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t * t
+
+    @staticmethod
+    def backward(ctx, g):
+        (t,) = ctx.saved_tensors
+        return g * t  # the true gradient is 2 * g * t
 
 
 def test_assert_unbiased_detects_bias():
@@ -61,6 +142,14 @@ def test_assert_unbiased_detects_bias():
     assert_unbiased(samples, torch.full((3,), 2.0))
     with pytest.raises(AssertionError, match="looks biased"):
         assert_unbiased(samples, torch.full((3,), 2.2))
+    broken = samples.clone()
+    broken[5, 1] = float("nan")
+    with pytest.raises(AssertionError, match="not finite"):
+        assert_unbiased(broken, torch.full((3,), 2.0))
+    with pytest.raises(ValueError, match="at least 2"):
+        assert_unbiased(samples[:1], torch.full((3,), 2.0))
+    with pytest.raises(ValueError, match="do not match"):
+        assert_unbiased(samples, torch.full((4,), 2.0))
 
 
 def test_assert_variance_order():
@@ -70,6 +159,10 @@ def test_assert_variance_order():
     assert_variance_order(low, high)
     with pytest.raises(AssertionError, match="smaller variance"):
         assert_variance_order(high, low)
+    with pytest.raises(AssertionError, match="smaller variance"):
+        assert_variance_order(low, low.clone())  # a tie is not an ordering
+    with pytest.raises(AssertionError, match="non-finite"):
+        assert_variance_order(torch.full_like(low, float("nan")), high)
 
 
 def _results(**overrides):
@@ -78,10 +171,16 @@ def _results(**overrides):
         "version": "0.1.0",
         "experiment": "e",
         "claim": "c",
+        "headline": "error 0.1 vs 0.2",
+        "claims": [
+            {"claim": "a", "verdict": "reproduced", "evidence": "0.1 vs 0.2"},
+            {"claim": "b", "verdict": "untestable here", "evidence": "needs a GPU"},
+        ],
         "metrics": {"method": {"err": 0.1}, "baseline": {"err": 0.2}},
         "verdict": "reproduced",
+        "quick": False,
         "seconds": 1.0,
-        "config": {},
+        "config": {"command": "icml26-x demo"},
         "seed": 0,
         "device": "cpu",
         "torch": torch.__version__,
@@ -90,22 +189,136 @@ def _results(**overrides):
     return r
 
 
-def test_validate_results(tmp_path):
+def _without(field):
+    r = _results()
+    del r[field]
+    return r
+
+
+def test_validate_results_accepts_a_good_file(tmp_path):
     validate_results(_results())
     path = tmp_path / "results.json"
     path.write_text(json.dumps(_results()))
     assert validate_results(path)["package"] == "icml26-x"
-    with pytest.raises(ValueError, match="verdict 'great'"):
-        validate_results(_results(verdict="great"))
-    with pytest.raises(ValueError, match="missing field 'claim'"):
-        r = _results()
-        del r["claim"]
-        validate_results(r)
-    with pytest.raises(ValueError, match="not a finite number"):
-        validate_results(_results(metrics={"method": {"a": float("nan")}, "baseline": {}}))
+    smoke, verdict = as_smoke(_results()["claims"])
+    validate_results(_results(quick=True, claims=smoke, verdict=verdict, device="cuda:1"))
+
+
+_SMOKE_ROWS = [{"claim": "a", "verdict": "smoke", "evidence": "x"}]
+
+
+@pytest.mark.parametrize(
+    ("results", "message"),
+    [
+        (_results(verdict="great"), "verdict 'great'"),
+        (_without("claim"), "missing field 'claim'"),
+        (_without("headline"), "missing field 'headline'"),
+        (_without("claims"), "missing field 'claims'"),
+        (_without("quick"), "missing field 'quick'"),
+        (_results(headline="  "), "'headline' is empty"),
+        (_results(quick="no"), "'quick' must be bool"),
+        (_results(seed=True), "'seed' must be int"),
+        (_results(seconds=-1.0), "negative"),
+        (_results(device="cuda | cpu"), "device"),
+        (_results(claims=[]), "claims is empty"),
+        (_results(claims=[{"claim": "a", "verdict": "reproduced"}]), "'evidence'"),
+        (_results(claims=[{"claim": "a", "verdict": "yes", "evidence": "e"}]), "verdict 'yes'"),
+        (_results(claims=["a"]), r"claims\[0\] must be an object"),
+        # the package verdict must summarise the rows, not hide one
+        (
+            _results(
+                claims=[
+                    {"claim": "a", "verdict": "reproduced", "evidence": "e"},
+                    {"claim": "b", "verdict": "not reproduced", "evidence": "e"},
+                ]
+            ),
+            "does not summarise",
+        ),
+        (_results(claims=_SMOKE_ROWS, verdict="smoke"), "not one of"),  # smoke in a full run
+        (_results(quick=True), "quick run's verdict must be 'smoke'"),
+        (_results(quick=True, verdict="smoke"), "a --quick run is a smoke test"),
+        (_results(metrics={"method": {"a": float("nan")}, "baseline": {}}), "not finite"),
+        (_results(metrics={"method": {"a": "1"}, "baseline": {}}), "not a number"),
+        (_results(metrics={"method": {}}), "no 'baseline'"),
+        (_results(details={"curve": [1.0, float("inf")]}), r"\['curve'\]\[1\].*not finite"),
+    ],
+)
+def test_validate_results_rejects(results, message):
+    with pytest.raises(ValueError, match=message):
+        validate_results(results)
+
+
+def test_results_files_are_strict_json(tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_results(seconds=float("nan"))))  # python's json writes NaN
+    with pytest.raises(ValueError, match="NaN is not JSON"):
+        validate_results(path)
     path.write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         validate_results(path)
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="JSON object"):
+        validate_results(path)
+    with pytest.raises(ValueError, match="does not exist"):
+        validate_results(tmp_path / "missing.json")
+
+
+def test_write_results_is_atomic_and_validating(tmp_path):
+    path = tmp_path / "run" / "results.json"
+    write_results(path, _results())
+    assert validate_results(path) == _results()
+    good = path.read_text()
+    with pytest.raises(ValueError, match="does not summarise"):
+        write_results(path, _results(verdict="partly"))
+    with pytest.raises(ValueError, match="not finite"):
+        write_results(path, _results(details=float("inf")))
+    assert path.read_text() == good  # a refused write leaves the old file whole
+    assert [p.name for p in path.parent.iterdir()] == ["results.json"]  # no temp files left
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        (["reproduced", "reproduced"], "reproduced"),
+        (["reproduced", "untestable here"], "reproduced"),
+        (["reproduced", "partly"], "partly"),
+        (["reproduced", "not reproduced"], "partly"),
+        (["not reproduced", "untestable here"], "not reproduced"),
+        (["not reproduced", "not reproduced"], "not reproduced"),
+        (["partly"], "partly"),
+        (["untestable here"], "untestable here"),
+    ],
+)
+def test_summarise(rows, expected):
+    assert summarise(rows) == expected
+
+
+def test_summarise_and_claim_row_reject_bad_verdicts():
+    with pytest.raises(ValueError, match="at least one"):
+        summarise([])
+    with pytest.raises(ValueError, match="not claim verdicts"):
+        summarise(["reproduced", "smoke"])
+    with pytest.raises(ValueError, match="verdict 'ok'"):
+        claim_row("c", "ok", "e")
+    assert claim_row("c", "partly", "e") == {"claim": "c", "verdict": "partly", "evidence": "e"}
+
+
+def test_demo_command_lists_non_default_fields():
+    @dataclass(frozen=True)
+    class Cfg:
+        quick: bool = False
+        plot: bool = True
+        out: Path | None = None
+        models: tuple[str, ...] = ("tiny",)
+        lr: float = 1e-3
+
+    assert demo_command("icml26-x", Cfg()) == "icml26-x demo"
+    cfg = Cfg(quick=True, plot=False, out=Path("somewhere"), models=("a", "b c"), lr=0.5)
+    assert (
+        demo_command("icml26-x", cfg) == "icml26-x demo --quick --no-plot --models a 'b c' --lr 0.5"
+    )
+    with pytest.raises(TypeError, match="dataclass"):
+        demo_command("icml26-x", {"quick": True})
 
 
 def test_run_cli_reports_failures():
@@ -113,6 +326,26 @@ def test_run_cli_reports_failures():
     assert "usage" in out.stdout
     with pytest.raises(AssertionError, match="exit code"):
         run_cli("json.tool", ["/definitely/not/here.json"])
+    assert run_cli("json.tool", ["/definitely/not/here.json"], check=False).returncode != 0
+
+
+def test_device_parametrization_matches_argnames_exactly(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.parametrize("devices", [1, 2])
+        def test_plural(device, devices):
+            assert device in ("cpu", "cuda")
+
+        @pytest.mark.parametrize("x, device", [(1, "meta")])
+        def test_own(x, device):
+            assert device == "meta"
+        """
+    )
+    result = pytester.runpytest()
+    # test_plural: a parameter named "devices" does not stop the device parametrization
+    result.assert_outcomes(passed=len(available_devices()) * 2 + 1)
 
 
 def _ddp_train(steps: int):
@@ -157,6 +390,15 @@ def test_numpy_is_seeded_too(seed):
     a = np.random.rand()  # noqa: NPY002 -- checking the legacy global generator on purpose
     np.random.seed(seed)  # noqa: NPY002
     assert a == np.random.rand()  # noqa: NPY002
+
+
+def test_run_readme_snippets_surfaces_a_failing_snippet(tmp_path):
+    from icml26.testing import run_readme_snippets
+
+    readme = tmp_path / "README.md"
+    readme.write_text("```python\nassert 1 == 2, 'snippet is wrong'\n```\n")
+    with pytest.raises(AssertionError, match="snippet is wrong"):
+        run_readme_snippets(readme, cwd=tmp_path)
 
 
 def test_run_readme_snippets(tmp_path):

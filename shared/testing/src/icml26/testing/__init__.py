@@ -3,26 +3,46 @@
 Installed as a pytest plugin (entry point ``pytest11``), it gives every test session:
 an autouse seeding fixture, a ``device`` parametrization (cpu, and cuda when present),
 the markers ``slow`` (skipped unless ``--runslow``), ``gpu`` (skipped without CUDA) and
-``distributed``. The helpers below are imported explicitly by tests.
+``distributed``. The helpers below are imported explicitly by tests. ``icml26.testing.results``
+defines the results.json contract every demo writes (method packages carry a verbatim copy).
 """
 
 from icml26.testing.asserts import assert_close, check_gradients
 from icml26.testing.cli import run_cli
 from icml26.testing.distributed import run_distributed
 from icml26.testing.readme import run_readme_snippets
-from icml26.testing.results import RESULTS_SCHEMA, validate_results
+from icml26.testing.results import (
+    CLAIM_VERDICTS,
+    RESULTS_SCHEMA,
+    VERDICTS,
+    as_smoke,
+    claim_row,
+    demo_command,
+    load_results,
+    summarise,
+    validate_results,
+    write_results,
+)
 from icml26.testing.seeding import seed_everything
 from icml26.testing.stats import assert_unbiased, assert_variance_order
 
 __all__ = [
+    "CLAIM_VERDICTS",
     "RESULTS_SCHEMA",
+    "VERDICTS",
+    "as_smoke",
     "assert_close",
     "assert_unbiased",
     "assert_variance_order",
     "check_gradients",
+    "claim_row",
+    "demo_command",
+    "load_results",
     "run_cli",
     "run_distributed",
     "run_readme_snippets",
     "seed_everything",
+    "summarise",
     "validate_results",
+    "write_results",
 ]

@@ -25,6 +25,7 @@ def assert_close(
     atol: float | None = None,
     rtol: float | None = None,
     rel_norm_tol: float | None = None,
+    equal_nan: bool = False,
     name: str = "value",
 ) -> None:
     """Assert ``|actual - reference| <= atol + rtol * |reference|`` elementwise.
@@ -34,45 +35,60 @@ def assert_close(
     error ``||actual - reference|| / ||reference||`` computed in float64. ``rel_norm_tol``
     adds a check on that norm error (useful for low-precision kernels whose worst element is
     noisy but whose overall error is not). Tolerances default by ``actual``'s dtype.
+
+    Non-finite values must match exactly: an infinity only matches the same infinity, a finite
+    value never matches inf or NaN, and NaN matches NaN only with ``equal_nan=True``.
     """
     actual, reference = _as_tensor(actual), _as_tensor(reference)
     if actual.shape != reference.shape:
         raise AssertionError(
             f"{name}: shape {tuple(actual.shape)} != reference shape {tuple(reference.shape)}"
         )
+    if actual.is_complex() or reference.is_complex():
+        raise TypeError(f"{name}: assert_close compares real tensors, got a complex one")
     d_atol, d_rtol = DEFAULT_TOLERANCES.get(actual.dtype, DEFAULT_TOLERANCES[torch.float32])
     atol = d_atol if atol is None else atol
     rtol = d_rtol if rtol is None else rtol
+    if atol < 0 or rtol < 0:
+        raise ValueError(f"{name}: atol and rtol must be >= 0, got atol={atol}, rtol={rtol}")
     a = actual.detach().to("cpu", torch.float64)
     r = reference.detach().to("cpu", torch.float64)
     if a.numel() == 0:
         return
-    nonfinite = ~torch.isfinite(a) & torch.isfinite(r)
-    err = (a - r).abs()
-    err = torch.where(torch.isnan(err) & torch.isnan(a) & torch.isnan(r), 0.0, err)
-    bad = (err > atol + rtol * r.abs()) | nonfinite
+    finite = torch.isfinite(a) & torch.isfinite(r)
+    both_nan = torch.isnan(a) & torch.isnan(r)
+    # Where either side is non-finite, only an exact match is close: inf == inf (same sign),
+    # NaN == NaN when equal_nan. Everything else there is a mismatch, whatever the tolerance.
+    nonfinite_ok = (~finite) & ((a == r) | (both_nan & equal_nan))
+    err = torch.where(finite, (a - r).abs(), torch.zeros_like(a))
+    bad = torch.where(finite, err > atol + rtol * r.abs(), ~nonfinite_ok)
+    diff = torch.where(finite, a - r, torch.zeros_like(a))
     rel_norm = (
-        torch.linalg.vector_norm((a - r).nan_to_num())
-        / torch.linalg.vector_norm(r).clamp_min(1e-300)
+        torch.linalg.vector_norm(diff)
+        / torch.linalg.vector_norm(torch.where(finite, r, torch.zeros_like(r))).clamp_min(1e-300)
     ).item()
     norm_bad = rel_norm_tol is not None and rel_norm > rel_norm_tol
     if not bad.any() and not norm_bad:
         return
-    flat = torch.where(torch.isfinite(err), err, torch.inf).flatten()
-    i = int(flat.argmax())
+    n_nonfinite = int((bad & ~finite).sum())
+    # Report a non-finite mismatch first (it is the worse bug), else the largest finite error.
+    score = torch.where(bad & ~finite, torch.inf, torch.where(finite, err, -1.0)).flatten()
+    i = int(score.argmax())
     where = tuple(int(j) for j in torch.unravel_index(torch.tensor(i), a.shape))
+    max_err = err.flatten()[finite.flatten()].max().item() if finite.any() else float("nan")
     nonfinite_note = (
-        f", {int(nonfinite.sum())} are non-finite where the reference is finite"
-        if nonfinite.any()
+        f", {n_nonfinite} of them non-finite mismatches (inf/NaN where the reference differs"
+        f"{'' if equal_nan else '; NaN == NaN needs equal_nan=True'})"
+        if n_nonfinite
         else ""
     )
     raise AssertionError(
         f"{name} ({actual.dtype}, shape {tuple(a.shape)}) not close to its reference:\n"
-        f"  max abs error {flat[i].item():.3e} at index {where}: "
-        f"actual {a.flatten()[i].item():.6g}, reference {r.flatten()[i].item():.6g}\n"
+        f"  worst element at index {where}: actual {a.flatten()[i].item():.6g}, "
+        f"reference {r.flatten()[i].item():.6g}; max abs error {max_err:.3e} (finite elements)\n"
         f"  {int(bad.sum())} of {a.numel()} elements exceed atol={atol:g} + rtol={rtol:g}*|ref|"
         f"{nonfinite_note}\n"
-        f"  relative norm error {rel_norm:.3e}"
+        f"  relative norm error {rel_norm:.3e} (finite elements)"
         + (f" > rel_norm_tol={rel_norm_tol:g}" if norm_bad else "")
     )
 
@@ -98,7 +114,15 @@ def check_gradients(
             x.detach().double().requires_grad_(x.requires_grad) if x.is_floating_point() else x
             for x in inputs
         ]
-        torch.autograd.gradcheck(fn, inputs64, eps=eps, atol=atol or 1e-5, rtol=rtol or 1e-3)
+        if not any(x.requires_grad for x in inputs64 if isinstance(x, torch.Tensor)):
+            raise ValueError("check_gradients: no input requires grad, nothing would be checked")
+        torch.autograd.gradcheck(
+            fn,
+            inputs64,
+            eps=eps,
+            atol=1e-5 if atol is None else atol,
+            rtol=1e-3 if rtol is None else rtol,
+        )
         return
     leaves = [x.detach().requires_grad_(x.requires_grad) for x in inputs]
     leaves64 = [
@@ -108,12 +132,20 @@ def check_gradients(
     out = fn(*leaves)
     ref = reference_fn(*leaves64)
     assert_close(out, ref, atol=atol, rtol=rtol, name="forward")
+    if not out.requires_grad:
+        raise AssertionError(
+            "fn's output carries no gradient to any input (detached?), but the reference's does"
+        )
     g = torch.randn_like(ref)
     wrt = [i for i, x in enumerate(inputs) if x.requires_grad]
+    if not wrt:
+        raise ValueError("check_gradients: no input requires grad, nothing would be checked")
     grads = torch.autograd.grad(out, [leaves[i] for i in wrt], g.to(out.dtype), allow_unused=True)
     grads64 = torch.autograd.grad(ref, [leaves64[i] for i in wrt], g, allow_unused=True)
     for i, ga, gr in zip(wrt, grads, grads64, strict=True):
         if gr is None:
+            if ga is not None and ga.count_nonzero():
+                raise AssertionError(f"input {i}: a non-zero gradient where the reference has none")
             continue
         if ga is None:
             raise AssertionError(f"input {i}: no gradient, but the reference has one")

@@ -38,11 +38,18 @@ def available_devices() -> list[str]:
     return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
 
 
+def _argnames(marker: pytest.Mark) -> list[str]:
+    names = marker.args[0] if marker.args else marker.kwargs.get("argnames", ())
+    if isinstance(names, str):
+        return [n.strip() for n in names.split(",") if n.strip()]
+    return list(names)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    # A test that takes a `device` argument (and does not parametrize it itself) runs once per
-    # available device.
+    # A test that takes a `device` argument (and does not parametrize that exact name itself)
+    # runs once per available device.
     if "device" in metafunc.fixturenames and not any(
-        "device" in m.args[0] for m in metafunc.definition.iter_markers("parametrize")
+        "device" in _argnames(m) for m in metafunc.definition.iter_markers("parametrize")
     ):
         metafunc.parametrize("device", available_devices())
 

@@ -23,6 +23,12 @@ def assert_unbiased(samples, target, *, k: float = 4.0, name: str = "estimator")
         raise ValueError(f"samples: need at least 2 draws along dim 0, got {n}")
     if x.shape[1:] != t.shape:
         raise ValueError(f"samples {tuple(x.shape)} do not match target {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise ValueError(f"{name}: the target has non-finite values")
+    if not torch.isfinite(x).all():
+        raise AssertionError(
+            f"{name}: {int((~torch.isfinite(x)).sum())} of {x.numel()} sample values are not finite"
+        )
     mean = x.mean(0)
     se = x.std(0, unbiased=True) / math.sqrt(n)
     floor = 1e-12 * t.abs().max().clamp_min(1.0)
@@ -48,6 +54,11 @@ def assert_variance_order(
     """
     a = torch.as_tensor(low).detach().to("cpu", torch.float64)
     b = torch.as_tensor(high).detach().to("cpu", torch.float64)
+    for x, name in ((a, names[0]), (b, names[1])):
+        if x.shape[0] < 2:
+            raise ValueError(f"{name}: need at least 2 draws along dim 0, got {x.shape[0]}")
+        if not torch.isfinite(x).all():
+            raise AssertionError(f"{name}: draws hold non-finite values")
     ca = a - (a.mean(0) if target is None else torch.as_tensor(target, dtype=torch.float64))
     cb = b - (b.mean(0) if target is None else torch.as_tensor(target, dtype=torch.float64))
     ea = ca.pow(2).flatten(1).sum(1)
