@@ -1,6 +1,6 @@
 """LUCID attention (arXiv 2602.10410): softmax attention preconditioned by key-key similarities.
 
-Our reading of the published formulation (issue 3; the paper's text was not available here):
+Our reading of the published formulation (the paper's text was not available to us):
 
 - keys RMS-normalised for the preconditioner, ``k_rn = sqrt(d) k / ||k||``, i.e. unit keys
   ``u = k / ||k||`` and cosines ``c_ij = u_i . u_j``;

@@ -1,22 +1,28 @@
 import json
 
 from icml26.hist.cli import main
+from icml26.hist.demo import CLAIMS, verdict
 from icml26.testing import run_cli, validate_results
 
 
 def test_quick_demo_writes_valid_results(tmp_path):
     out = run_cli("icml26.hist", ["demo", "--quick", "--out", str(tmp_path)])
     results = validate_results(tmp_path / "results.json")
-    assert results["package"] == "icml26-hist" and "verdict:" in out.stdout
+    assert results["package"] == "icml26-hist" and "verdict: smoke" in out.stdout
+    assert results["quick"] is True and results["verdict"] == "smoke"
+    assert [r["claim"] for r in results["claims"]] == list(CLAIMS.values())
+    assert all(r["verdict"] == "smoke" for r in results["claims"])
+    assert results["config"]["command"] == "icml26-hist demo --quick"
+    assert results["device"] == "cpu"
     assert (tmp_path / "hist.png").stat().st_size > 10_000
-    # the verdict follows from the numbers in the file
-    p = {m: v["pearson"] for m, v in results["synthetic"]["models"].items()}
-    a = p["HiST"] > p["HiST no tokens"] > p["MLP"]
-    assert results["verdict parts"]["(a) HiST > no-token > MLP"] == a
+    # the rows are verdict() of the numbers in the file (smoke only hides the verdicts)
+    claims, _ = verdict(results)
+    assert [r["evidence"] for r in claims] == [r["evidence"] for r in results["claims"]]
     rows = results["cost"]["fixed spots"]
     assert [r["side"] for r in rows] == [24, 32]
     assert all(r["HiST"]["seconds"] > 0 for r in rows)
     assert set(results["her2st"]["models"]) == {"HiST", "MLP"}
+    assert "example" not in results["synthetic"]
 
 
 def test_bad_demo_config_is_a_clear_error(tmp_path, capsys):

@@ -1,3 +1,4 @@
+from icml26.streamflow.demo import CLAIMS
 from icml26.testing import run_cli, validate_results
 
 
@@ -7,10 +8,16 @@ def test_help():
 
 
 def test_quick_demo_writes_valid_results(tmp_path):
-    run_cli("icml26.streamflow", ["demo", "--quick", "--out", str(tmp_path)])
+    out = run_cli("icml26.streamflow", ["demo", "--quick", "--out", str(tmp_path)])
     results = validate_results(tmp_path / "results.json")
-    assert results["package"] == "icml26-streamflow"
-    assert results["claims"]["stream reproduces the sequential images (max |diff| <= 1e-5)"]
+    assert results["package"] == "icml26-streamflow" and "verdict: smoke" in out.stdout
+    assert results["quick"] is True and results["verdict"] == "smoke"
+    assert [r["claim"] for r in results["claims"]] == list(CLAIMS.values())
+    assert all(r["verdict"] == "smoke" for r in results["claims"])
+    assert results["config"]["command"] == "icml26-streamflow demo --quick"
+    assert results["device"] == "cpu"
+    # the stream reproduces the sequential images even in a smoke run
+    assert results["metrics"]["method"]["max |stream - sequential|"] <= 1e-5
     assert (tmp_path / "streamflow.png").stat().st_size > 10_000
 
 

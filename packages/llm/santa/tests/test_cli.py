@@ -1,3 +1,4 @@
+from icml26.santa.demo import verdict
 from icml26.testing import run_cli, validate_results
 
 
@@ -6,13 +7,21 @@ def test_help():
     assert "demo" in out.stdout and "bench" in out.stdout
 
 
-def test_quick_demo_on_the_tiny_model_writes_valid_results(tmp_path):
-    run_cli("icml26.santa", ["demo", "--quick", "--model", "tiny", "--out", str(tmp_path)])
+def test_quick_demo_on_the_tiny_model_writes_valid_smoke_results(tmp_path):
+    out = run_cli("icml26.santa", ["demo", "--quick", "--model", "tiny", "--out", str(tmp_path)])
     results = validate_results(tmp_path / "results.json")
-    assert results["package"] == "icml26-santa"
+    assert results["package"] == "icml26-santa" and "verdict: smoke" in out.stdout
+    assert results["quick"] is True and results["verdict"] == "smoke"
+    assert results["config"]["command"] == "icml26-santa demo --quick --model tiny"
+    assert results["device"] == "cpu"
     assert (tmp_path / "santa.png").stat().st_size > 10_000
     for row in results["estimator"].values():
         assert 0 < row["read fraction"] <= 1
+    # The tiny model has no needle: one smoke row per mode, the evidence verdict() gives.
+    rows, _ = verdict(results)
+    assert len(rows) == len(results["config"]["modes"]) == len(results["claims"])
+    assert [c["evidence"] for c in results["claims"]] == [r["evidence"] for r in rows]
+    assert {c["verdict"] for c in results["claims"]} == {"smoke"}
 
 
 def test_bench_prints_the_roofline_bound():

@@ -1,6 +1,7 @@
 import json
 
 from icml26.rerooter.cli import main
+from icml26.rerooter.demo import CLAIMS, verdict
 from icml26.testing import run_cli, validate_results
 
 # Every subprocess pays ~10 s of imports (torch, igraph) on the CI machine: the entry point is
@@ -17,22 +18,26 @@ def test_quick_demo_writes_valid_results(tmp_path):
     out = run_cli("icml26.rerooter", ["demo", "--quick", "--out", str(tmp_path)])
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-rerooter"
-    assert "verdict:" in out.stdout
+    assert "verdict: smoke" in out.stdout
+    assert results["quick"] is True and results["verdict"] == "smoke"
+    assert [r["claim"] for r in results["claims"]] == list(CLAIMS.values())
+    assert all(r["verdict"] == "smoke" for r in results["claims"])
+    assert results["config"]["command"] == "icml26-rerooter demo --quick"
+    assert results["device"] == "cpu"
     assert (tmp_path / "solved.png").stat().st_size > 10_000
     m = results["metrics"]
     assert set(m) >= {"method", "baseline", "LTS", "PHS*", "√LTS-H", "√LTS-L", "√LTS-LH"}
     assert m["method"] == m["√LTS-LH"] and m["baseline"] == m["LTS"]
-    # The verdict follows from the numbers in the file.
-    a = all(
-        m["√LTS-LH"]["search-only solved"] > m[b]["search-only solved"] for b in ("LTS", "PHS*")
-    )
-    b = all(
-        m["√LTS-LH"]["train solved"] > m[x]["train solved"]
-        and m["√LTS-LH"]["test solved"] >= m[x]["test solved"]
-        for x in ("LTS", "PHS*")
-    )
-    expected = "reproduced" if a and b else "partly" if a or b else "not reproduced"
-    assert results["verdict"] == expected
+    # The rows are verdict() of the numbers in the file (smoke only hides the verdicts).
+    labels = {"lts": "LTS", "phs_star": "PHS*", "sqrt_lts_lh": "√LTS-LH"}
+    raw = {
+        "n_test": 6,
+        "n_train": 12,
+        "search_only": {k: {"solved": m[v]["search-only solved"]} for k, v in labels.items()},
+        "bootstrap": {k: m[v] for k, v in labels.items()},
+    }
+    claims, _ = verdict(raw)
+    assert [r["evidence"] for r in claims] == [r["evidence"] for r in results["claims"]]
     assert not list(tmp_path.glob(".results.json*"))
 
 

@@ -104,7 +104,7 @@ def test_mixed_is_the_sum_of_its_parts():
 
 
 def test_heuristic_rerooter_finds_easy_levels_fast():
-    # The prototype in the issue: √LTS-H solves most early test levels at 20k expansions with a
+    # Expected behaviour: √LTS-H solves most early test levels at 20k expansions with a
     # uniform policy and a hand-written heuristic, where LTS solves few.
     levels = bundled_levels("test")[:6]
     guide = UniformPolicy(heuristic=True)

@@ -1,7 +1,7 @@
 """HiST: Hierarchical Sparse Transformer for spatial transcriptomics from H&E (arXiv 2606.14251).
 
-Implemented from the issue's summary of the paper and a reading of the authors' MIT code
-(wwyi1828/HiST; read, not copied):
+Implemented from public descriptions of the paper (its abstract) and a reading of the authors'
+MIT code (wwyi1828/HiST; read, not copied):
 
 * one token per measured spot at its integer lattice site (:mod:`icml26.hist.lattice`), plus two
   zero-feature corner sentinels that are dropped before the head;

@@ -20,14 +20,16 @@ def _save(fig, path: Path) -> None:
 
 
 def plot_quality(problems: dict, path: Path) -> None:
+    """MMD and straightness vs steps: ``problems[name]["metrics"][method][str(steps)]``."""
     fig, axes = plt.subplots(2, len(problems), figsize=(5.5 * len(problems), 7), squeeze=False)
     for j, (name, p) in enumerate(problems.items()):
         for i, (label, rows) in enumerate(p["metrics"].items()):
-            steps = sorted(rows)
+            steps = sorted(rows, key=int)  # keys are step counts as strings
+            xs = [int(s) for s in steps]
             style = dict(marker="o", color=f"C{i}", label=label)
             if len(steps) == 1:
                 axes[0, j].scatter(
-                    steps,
+                    xs,
                     [rows[s]["mmd"] for s in steps],
                     marker="*",
                     s=120,
@@ -36,8 +38,8 @@ def plot_quality(problems: dict, path: Path) -> None:
                     zorder=3,
                 )
                 continue
-            axes[0, j].plot(steps, [max(rows[s]["mmd"], 1e-5) for s in steps], **style)
-            axes[1, j].plot(steps, [rows[s]["straightness"] for s in steps], **style)
+            axes[0, j].plot(xs, [max(rows[s]["mmd"], 1e-5) for s in steps], **style)
+            axes[1, j].plot(xs, [rows[s]["straightness"] for s in steps], **style)
         axes[0, j].set(
             xscale="log",
             yscale="log",

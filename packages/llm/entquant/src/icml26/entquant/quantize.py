@@ -13,10 +13,10 @@ cast. ``reg`` is an L1 proxy for the entropy of the codes: a larger lambda pushe
 zero, where FP8's grid is fine and the histogram peaked, so they cost fewer bits once entropy
 coded. Reported: lambda = 3.9, 14.5, 58 give about 4, 3, 2 bits per parameter.
 
-The ICML paper text was not available here; the objective, the regulariser constants, the log2
-parameterisation and the optimiser settings are taken from the issue and cross-read against a
-public implementation of the method. Our one addition: a code of -0 (FP8 0x80) is stored as +0,
-so the two zeros do not split the most frequent symbol (the weights are unchanged).
+The ICML paper text was not available to us; the objective, the regulariser constants, the log2
+parameterisation and the optimiser settings are taken from public descriptions of the method and
+cross-read against a public implementation of it. Our one addition: a code of -0 (FP8 0x80) is
+stored as +0, so the two zeros do not split the most frequent symbol (the weights are unchanged).
 """
 
 from __future__ import annotations

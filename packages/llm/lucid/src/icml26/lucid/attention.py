@@ -8,7 +8,7 @@ module adds what a model needs around it:
 
 - ``lucid_append``: extend a ``V'`` cache by a chunk of new tokens. With the cache's rows fixed,
   the new rows solve ``D V'_new = V_new - L_new,old V'_old``, D the new tokens' own unit
-  lower-triangular block: one token at a time this is the issue's decode rule
+  lower-triangular block: one token at a time this is the published decode rule
   ``v'_t = v_t - sum_{j<t} L_tj v'_j``.
 - ``LucidAttention``: a causal self-attention layer (q, k, v, o projections, grouped-query heads)
   whose attention is LUCID, or plain softmax (``kind="softmax"``, with a temperature) for

@@ -4,7 +4,7 @@ On CPU it times the path ``lucid_attention`` takes there (the reference solve + 
 the Triton solve + our flash-style Triton attention against SDPA alone (FlashAttention-2 for
 bf16 on recent GPUs, GQA natively), with peak memory, plus our attention kernel alone against
 SDPA (how much of the gap is the kernel, how much the solve). Ratios come from one run; the
-issue's goals (on a GPU): forward+backward within 1.5x of FlashAttention-2 at T=8K, decode within
+targets (on a GPU): forward+backward within 1.5x of FlashAttention-2 at T=8K, decode within
 1.1x of standard decode.
 """
 

@@ -27,6 +27,8 @@ class MQARRun:
     """Accuracy on the fixed evaluation batch at the end."""
     curve: list[tuple[int, float]]
     """(step, evaluation accuracy)."""
+    device: str
+    """The torch device the model trained on."""
 
 
 def _rank_world() -> tuple[int, int]:
@@ -101,7 +103,8 @@ def train_mqar(
             if acc >= threshold:
                 solved_at = step
                 break
-    return MQARRun(solved_at, curve[-1][1], curve)
+    device = str(next(model.parameters()).device)
+    return MQARRun(solved_at, curve[-1][1], curve, device)
 
 
 @torch.no_grad()

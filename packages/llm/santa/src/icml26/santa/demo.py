@@ -1,13 +1,17 @@
 """SANTA on a real small LM (SmolLM2-135M-Instruct): (a) estimator error, rows read and bias on
 attention rows captured at decode time; (b) teacher-forced decoding after a long prompt: greedy
-agreement and next-token KL against dense decode; (c) a planted-needle retrieval."""
+agreement and next-token KL against dense decode; (c) a planted-needle retrieval.
+
+``experiment`` measures, ``verdict`` (pure) turns the measurements into one row per claim, with
+the rules fixed before the first full run: for each sampling mode, (b) SANTA at S = 64 (the
+largest S when 64 is not run) "matches dense decode accuracy": greedy agreement >= 99%; (c) SANTA
+finds the needle at every length where dense decode finds it.
+"""
 
 import copy
 import inspect
 import json
 import math
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
@@ -18,12 +22,17 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.kernels.santa import santa_decode
+from icml26.santa._results import as_smoke, claim_row, demo_command, summarise, write_results
 from icml26.santa.attention import disable_santa, enable_santa
 from icml26.santa.model import load_smollm2, python_docs_text, tiny_llama
 
 PACKAGE = "icml26-santa"
 NEEDLE = "The secret passphrase is {code}."
 QUESTION = "\n\nWhat is the secret passphrase? Answer with the number only."
+KEY_SAMPLES = 64
+"""S at which "matches dense decode accuracy" is judged (the largest S run when 64 is not)."""
+AGREEMENT = 0.99
+"""Greedy agreement with dense decode that counts as matching it."""
 
 
 @dataclass(frozen=True)
@@ -65,13 +74,6 @@ class DemoConfig:
             needle_lengths=(768,),
             modes=("systematic", "tile_fixed"),
         )
-
-
-def _write_json_atomic(path: Path, obj) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=2)
-    os.replace(tmp, path)
 
 
 def _tokens(tok, text: str, n: int) -> torch.Tensor:
@@ -199,14 +201,11 @@ def _needle(model, tok, cfg, length: int, mode: str | None) -> dict:
     return {"answer": answer.strip(), "found": code in answer}
 
 
-def run_demo(cfg: DemoConfig) -> dict:
-    for c in (cfg, cfg.resolved()):  # what was asked, and what --quick makes of it
-        if not c.samples or min(c.samples) < 1 or not c.modes:
-            raise ValueError("samples must be integers >= 1 and modes non-empty")
-    cfg = cfg.resolved()
-    out = cfg.out or Path("runs") / "santa" / datetime.now().strftime("%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+# --- the experiment: measurements only ---
+
+
+def experiment(cfg: DemoConfig) -> dict:
+    """Capture rows, run the estimator, decode and needle studies; the raw measurements."""
     torch.manual_seed(cfg.seed)
     if cfg.model == "smollm2":
         model, tok = load_smollm2()
@@ -221,28 +220,90 @@ def run_demo(cfg: DemoConfig) -> dict:
     configs = [(m, S) for m in cfg.modes for S in cfg.samples]
     decode = _decode_study(model, ids, cfg, configs)
     needle = {}
-    if tok is not None:
+    if tok is not None:  # the needle needs a real tokenizer and an instruct model
         for L in tqdm(cfg.needle_lengths, desc="needle"):
             needle[str(L)] = {"dense": _needle(model, tok, cfg, L, None)}
             for mode in cfg.modes:
                 needle[str(L)][mode] = _needle(model, tok, cfg, L, mode)
-    # --- verdict: "matches baseline accuracy" at S = 64 for the tiled modes ---
-    claims = {}
-    key_S = 64 if 64 in cfg.samples else max(cfg.samples)
-    for mode in cfg.modes:
-        d = decode[f"{mode} S={key_S}"]
-        claims[f"{mode} S={key_S}: >= 99% greedy agreement"] = d["greedy agreement"] >= 0.99
-    if needle:
-        claims["needle: every mode finds it wherever dense does"] = all(
-            r[m]["found"] or not r["dense"]["found"] for r in needle.values() for m in cfg.modes
-        )
-    n_ok = sum(claims.values())
-    verdict = "reproduced" if n_ok == len(claims) else "not reproduced" if n_ok == 0 else "partly"
-    seconds = time.perf_counter() - start
+    return {
+        "modes": list(cfg.modes),
+        "samples": list(cfg.samples),
+        "decode tokens": cfg.decode_tokens,
+        "needle samples": cfg.needle_samples,
+        "estimator": estimator,
+        "decode": decode,
+        "needle": needle,
+        "device": str(next(model.parameters()).device),
+    }
+
+
+# --- the verdict: a pure function of the measurements, one row per claim ---
+
+
+def verdict(results: dict) -> tuple[list[dict], str]:
+    """(one claim row per mode and claim, the package verdict that summarises them)."""
+    S = _key_samples(results)
+    claims = [
+        _agreement_claim(mode, S, results["decode"][f"{mode} S={S}"], results["decode tokens"])
+        for mode in results["modes"]
+    ]
+    if results["needle"]:
+        claims += [
+            _needle_claim(mode, results["needle"], results["needle samples"])
+            for mode in results["modes"]
+        ]
+    return claims, summarise([c["verdict"] for c in claims])
+
+
+def _key_samples(results: dict) -> int:
+    return KEY_SAMPLES if KEY_SAMPLES in results["samples"] else max(results["samples"])
+
+
+def _agreement_claim(mode: str, S: int, d: dict, steps: int) -> dict:
+    held = d["greedy agreement"] >= AGREEMENT
+    return claim_row(
+        f"SANTA ({mode}, S={S}) matches dense decode accuracy while reading a fraction of the "
+        "value rows",
+        "reproduced" if held else "not reproduced",
+        f"greedy agreement with dense decode {d['greedy agreement']:.1%} over {steps} "
+        f"teacher-forced steps, mean next-token KL {d['mean KL']:.2g}, {d['read fraction']:.1%} "
+        f"of V rows read (rule: agreement >= {AGREEMENT:.0%})",
+    )
+
+
+def _needle_claim(mode: str, needle: dict, S: int) -> dict:
+    dense = [L for L, r in needle.items() if r["dense"]["found"]]
+    found = [L for L, r in needle.items() if r[mode]["found"]]
+    claim = f"SANTA ({mode}, S={S}) retrieves a planted needle wherever dense decode does"
+    evidence = (
+        f"found at {', '.join(found) or 'no length'} of {', '.join(needle)} tokens; dense decode "
+        f"at {', '.join(dense) or 'none'} (rule: found at every length where dense finds it)"
+    )
+    if not dense:  # nothing to match: the model itself cannot do the task
+        return claim_row(claim, "untestable here", evidence)
+    held = all(needle[L][mode]["found"] for L in dense)
+    return claim_row(claim, "reproduced" if held else "not reproduced", evidence)
+
+
+# --- the run: experiment -> verdict -> results.json, figure, table ---
+
+
+def run_demo(cfg: DemoConfig) -> dict:
+    """Run the three studies; write results.json and santa.png; return the results."""
+    for c in (cfg, cfg.resolved()):  # what was asked, and what --quick makes of it
+        if not c.samples or min(c.samples) < 1 or not c.modes:
+            raise ValueError("samples must be integers >= 1 and modes non-empty")
+    asked, cfg = cfg, cfg.resolved()
+    out = cfg.out or Path("runs") / "santa" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    measured = experiment(cfg)
+    claims, summary = verdict(measured)
+    if cfg.quick:
+        claims, summary = as_smoke(claims)
+    decode = measured["decode"]
     method = {f"{k} greedy agreement": v["greedy agreement"] for k, v in decode.items()}
     method |= {f"{k} read fraction": v["read fraction"] for k, v in decode.items()}
-    baseline = {"dense greedy agreement": 1.0, "dense read fraction": 1.0}
-    best = max(decode.items(), key=lambda kv: kv[1]["greedy agreement"])
     results = {
         "package": PACKAGE,
         "version": _version(),
@@ -250,33 +311,45 @@ def run_demo(cfg: DemoConfig) -> dict:
         f"{cfg.decode_tokens} teacher-forced steps; needle at {list(cfg.needle_lengths)}",
         "claim": "sampled value aggregation matches dense decode accuracy while reading a "
         "fraction of the value rows",
-        "metrics": {"method": _clean(method), "baseline": baseline},
-        "verdict": verdict,
-        "headline": f"best greedy agreement {best[1]['greedy agreement']:.0%} ({best[0]}, reads "
-        f"{best[1]['read fraction']:.0%} of V rows); "
-        + "; ".join(f"{k}: {'yes' if v else 'no'}" for k, v in claims.items()),
+        "headline": _headline(cfg.model, measured),
         "claims": claims,
-        "seconds": round(seconds, 2),
-        "config": json.loads(json.dumps(asdict(cfg), default=str)),
+        "metrics": {
+            "method": method,
+            "baseline": {"dense greedy agreement": 1.0, "dense read fraction": 1.0},
+        },
+        "verdict": summary,
+        "quick": cfg.quick,
+        "seconds": round(time.perf_counter() - start, 2),
+        "config": {
+            **json.loads(json.dumps(asdict(cfg), default=str)),
+            "command": demo_command(PACKAGE, asked),
+        },
         "seed": cfg.seed,
-        "device": "cpu",
+        "device": measured["device"],
         "torch": torch.__version__,
-        "estimator": estimator,
-        "decode": decode,
-        "needle": needle,
+        **{k: v for k, v in measured.items() if k != "device"},
     }
-    _write_json_atomic(out / "results.json", results)
+    write_results(out / "results.json", results)
     from icml26.santa.plots import plot_results
 
-    plot_results(estimator, decode, cfg, out / "santa.png")
-    _print(estimator, decode, needle, claims, verdict, seconds, out)
+    plot_results(measured["estimator"], decode, cfg, out / "santa.png")
+    _print(results, out)
     return results
 
 
-def _clean(d: dict) -> dict:
-    return {
-        k: (v if isinstance(v, int | float) and math.isfinite(v) else None) for k, v in d.items()
-    }
+def _headline(model: str, m: dict) -> str:
+    S = _key_samples(m)
+    rows = {mode: m["decode"][f"{mode} S={S}"] for mode in m["modes"]}
+    reads = [r["read fraction"] for r in rows.values()]
+    line = (
+        f"{model}, S={S}: greedy agreement with dense decode "
+        + ", ".join(f"{mode} {r['greedy agreement']:.0%}" for mode, r in rows.items())
+        + f", reading {min(reads):.1%}-{max(reads):.1%} of V rows"
+    )
+    if m["needle"]:
+        kept = sum(all(r[mode]["found"] for r in m["needle"].values()) for mode in m["modes"])
+        line += f"; needle found at every length by {kept}/{len(m['modes'])} modes"
+    return line
 
 
 def _version() -> str:
@@ -285,7 +358,8 @@ def _version() -> str:
     return __version__
 
 
-def _print(estimator, decode, needle, claims, verdict, seconds, out) -> None:
+def _print(results: dict, out: Path) -> None:
+    estimator, decode = results["estimator"], results["decode"]
     print(
         f"\n{'setting':<22}{'rel. error':>11}{'read frac':>10}{'max|z|':>8}"
         f"{'greedy agr':>12}{'KL':>10}"
@@ -297,11 +371,14 @@ def _print(estimator, decode, needle, claims, verdict, seconds, out) -> None:
             f"{e['max |z| of the mean']:>8.1f}{d.get('greedy agreement', math.nan):>12.3f}"
             f"{d.get('mean KL', math.nan):>10.2e}"
         )
-    for L, r in needle.items():
+    for L, r in results["needle"].items():
         print(
             f"needle @{L}: "
             + ", ".join(f"{m} {'found' if x['found'] else 'missed'}" for m, x in r.items())
         )
-    for k, v in claims.items():
-        print(f"  {'yes' if v else 'NO '}  {k}")
-    print(f"verdict: {verdict}  ({seconds:.1f} s)  -> {out / 'results.json'}")
+    print("\nclaims:")
+    for c in results["claims"]:
+        print(f"  {c['verdict']:<16s}{c['claim']}\n  {'':16s}{c['evidence']}")
+    print(
+        f"\nverdict: {results['verdict']}  ({results['seconds']:.1f} s)  -> {out / 'results.json'}"
+    )

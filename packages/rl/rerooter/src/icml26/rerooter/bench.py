@@ -3,8 +3,8 @@
 Every search runs on the same Boxoban test levels with the same budget, in one process and one
 thread, with and without a network in the loop (``UniformPolicy(heuristic=True)`` vs an untrained
 two-headed net through ``NetEvaluator``). The naive √LTS row recomputes each node's cost from the
-definition (O(d^2) per node, the prototype's approach); the others use the incremental live-term
-lists. Goal from the issue: √LTS within 2x of LTS's expansion rate.
+definition (O(d^2) per node, the straightforward approach); the others use the incremental live-term
+lists. Target: √LTS within 2x of LTS's expansion rate.
 """
 
 import time

@@ -1,6 +1,6 @@
 """Rerooters: the weights w(n) that tell √LTS where to start a fresh LTS.
 
-From the authors' C++ code (tuero/policyts, ``siirlts_rerooter.h``), as summarised in our issue:
+From our reading of the authors' C++ code (tuero/policyts, ``siirlts_rerooter.h``):
 - heuristic rerooter: ``w_H(n) = exp(-alpha h(n) / max(h(root), 1))``, alpha = 10, h the search's
   cost-to-go estimate (learned, or hand-written in the search-only demo): nodes that look close to
   the goal become rerooting points;
@@ -11,7 +11,7 @@ From the authors' C++ code (tuero/policyts, ``siirlts_rerooter.h``), as summaris
   generated since the last clustering get ``w_parent / (w_parent + 1)``;
 - hybrid: ``w = u_a w_L + u_b w_H`` (u_a = u_b = 1).
 
-Choices the issue leaves open (ours): the count is over *expanded* nodes of the cluster (the
+Choices left open by that reading (ours): the count is over *expanded* nodes of the cluster (the
 authors' "closed count, parent increment" mode); reclustering runs after evaluator batch 1, 2, 4,
 8, ... (``update_factor = 2``); Louvain is python-igraph's ``community_multilevel``, whose vertex
 order is randomised, so each clustering reseeds igraph's generator from ``seed`` (deterministic

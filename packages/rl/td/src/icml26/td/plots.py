@@ -1,5 +1,10 @@
-"""The demo's figures: error vs T (log-log) and the eta0 sensitivity sweep."""
+"""The demo's figures: error vs T (log-log) and the eta0 sensitivity sweep.
 
+Both read the demo's ``curves[sampling][omega][str(T)][schedule] = {"mean", "se", ...}``;
+a diverged mean (None) is left off the plot.
+"""
+
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -31,14 +36,19 @@ def _save(fig, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def _mean(summary: dict) -> float:
+    return math.nan if summary["mean"] is None else summary["mean"]
+
+
 def _best_mean(errs: dict, family: str) -> float:
-    return min(v["mean"] for k, v in errs.items() if k.startswith(family + " "))
+    means = [_mean(v) for k, v in errs.items() if k.startswith(family + " ")]
+    return min((m for m in means if not math.isnan(m)), default=math.nan)
 
 
-def _grid(results: dict):
+def _grid(curves: dict):
     """One panel per (sampling, omega): rows are samplings, columns omegas."""
-    samplings = list(results)
-    omegas = list(results[samplings[0]])
+    samplings = list(curves)
+    omegas = list(curves[samplings[0]])
     fig, axes = plt.subplots(
         len(samplings),
         len(omegas),
@@ -49,21 +59,21 @@ def _grid(results: dict):
     return samplings, omegas, fig, axes
 
 
-def plot_error_vs_T(results: dict, horizons: list[int], path: Path) -> None:
-    samplings, omegas, fig, axes = _grid(results)
+def plot_error_vs_T(curves: dict, horizons: list[int], path: Path) -> None:
+    samplings, omegas, fig, axes = _grid(curves)
     for i, s in enumerate(samplings):
         for j, o in enumerate(omegas):
             ax = axes[i, j]
-            by_T = results[s][o]
+            by_T = curves[s][o]
             for name, style in STYLE.items():
                 if name in ("exponential", "oracle", "exponential, no reg"):
-                    if name not in by_T[horizons[0]]:
+                    if name not in by_T[str(horizons[0])]:
                         continue
-                    ys = [by_T[T][name]["mean"] for T in horizons]
+                    ys = [_mean(by_T[str(T)][name]) for T in horizons]
                 else:
-                    ys = [_best_mean(by_T[T], name) for T in horizons]
+                    ys = [_best_mean(by_T[str(T)], name) for T in horizons]
                 ax.loglog(horizons, ys, **style)
-            ax.set_title(f"{s} sampling, omega={o:g}", fontsize=10)
+            ax.set_title(f"{s} sampling, omega={o}", fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
             if i == len(samplings) - 1:
                 ax.set_xlabel("horizon T")
@@ -75,19 +85,19 @@ def plot_error_vs_T(results: dict, horizons: list[int], path: Path) -> None:
     _save(fig, path)
 
 
-def plot_eta0_sweep(results: dict, eta0_grid, T: int, path: Path) -> None:
-    samplings, omegas, fig, axes = _grid(results)
+def plot_eta0_sweep(curves: dict, eta0_grid, T: int, path: Path) -> None:
+    samplings, omegas, fig, axes = _grid(curves)
     fams = ["exponential", "constant", "1/sqrt(t)", "tail-avg constant"]
     for i, s in enumerate(samplings):
         for j, o in enumerate(omegas):
             ax = axes[i, j]
-            errs = results[s][o][T]
+            errs = curves[s][o][str(T)]
             for fam in fams:
-                ys = [errs[f"{fam} {eta:g}"]["mean"] for eta in eta0_grid]
+                ys = [_mean(errs[f"{fam} {eta:g}"]) for eta in eta0_grid]
                 style = {k: v for k, v in STYLE[fam].items() if k != "label"}
                 ax.loglog(eta0_grid, ys, label=fam, **style)
-            ax.axhline(errs["oracle"]["mean"], color="k", ls="--", lw=1, label="oracle")
-            ax.set_title(f"{s}, omega={o:g}, T={T}", fontsize=10)
+            ax.axhline(_mean(errs["oracle"]), color="k", ls="--", lw=1, label="oracle")
+            ax.set_title(f"{s}, omega={o}, T={T}", fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
             if i == len(samplings) - 1:
                 ax.set_xlabel("eta0 (or constant eta)")

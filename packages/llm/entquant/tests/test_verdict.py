@@ -1,0 +1,138 @@
+"""verdict(): one row per model and baseline rate, the speed row, the data-dependent row."""
+
+import copy
+
+import pytest
+
+from icml26.entquant.demo import verdict
+
+
+def _rows(ent_2: float = 0.001, ent_3: float = 0.0005) -> dict:
+    """A rate-distortion table in which EntQuant wins at 3.5 and at 2.5 bits/param."""
+    return {
+        "original": {"bits/param": 32.0, "KL": 0.0},
+        "EntQuant lambda=0": {"bits/param": 6.8, "KL": 0.00001},
+        "EntQuant lambda=3.9": {"bits/param": 4.3, "KL": 0.0002},
+        "EntQuant lambda=14.5": {"bits/param": 3.36, "KL": ent_3},
+        "EntQuant lambda=58": {"bits/param": 2.45, "KL": ent_2},
+        "NF4": {"bits/param": 4.5, "KL": 0.0003},
+        "RTN-3": {"bits/param": 3.5, "KL": 0.0006},
+        "HQQ-3": {"bits/param": 3.5, "KL": 0.001},
+        "RTN-2": {"bits/param": 2.5, "KL": 0.0056},
+        "HQQ-2": {"bits/param": 2.5, "KL": 0.0048},
+    }
+
+
+def measured(models=("tiny-gpt", "smollm2"), device="cuda:0", minutes=5.0) -> dict:
+    """Measurements in which every testable claim holds (on a GPU, 70B in 5 minutes)."""
+    rate = 70e9 / minutes / 60
+    return {
+        "models": {m: {"distortion": "KL", "rows": _rows()} for m in models},
+        "compression params/s": rate,
+        "extrapolated 70B minutes": minutes,
+        "threads": 2,
+        "device": device,
+    }
+
+
+def verdicts(results: dict) -> list[str]:
+    return [row["verdict"] for row in verdict(results)[0]]
+
+
+ALL_HOLD = ["reproduced"] * 5 + ["untestable here"]
+
+
+def test_every_claim_holds():
+    claims, summary = verdict(measured())
+    assert [c["verdict"] for c in claims] == ALL_HOLD and summary == "reproduced"
+    assert "at 3.50 bits/param on tiny-gpt" in claims[0]["claim"]
+    assert "at 2.50 bits/param on smollm2" in claims[3]["claim"]
+    assert "70B model" in claims[4]["claim"] and "data-dependent" in claims[5]["claim"]
+    assert (
+        "EntQuant lambda=14.5 (3.36 bits) KL 0.0005 vs RTN-3 0.0006, HQQ-3 0.001"
+        in (claims[0]["evidence"])
+    )
+
+
+@pytest.mark.parametrize(
+    "model, rate, change, row",
+    [
+        ("tiny-gpt", "3", {"ent_3": 0.0007}, 0),  # loses to RTN-3 (0.0006) at 3.5 bits
+        ("tiny-gpt", "2", {"ent_2": 0.005}, 1),  # loses to HQQ-2 (0.0048) at 2.5 bits
+        ("smollm2", "3", {"ent_3": 0.0007}, 2),
+        ("smollm2", "2", {"ent_2": 0.005}, 3),
+    ],
+)
+def test_one_rate_on_one_model_fails_alone(model, rate, change, row):
+    results = measured()
+    results["models"][model]["rows"] = _rows(**change)
+    expected = list(ALL_HOLD)
+    expected[row] = "not reproduced"
+    claims, summary = verdict(results)
+    assert [c["verdict"] for c in claims] == expected and summary == "partly"
+    assert f"{rate}.50 bits/param on {model}" in claims[row]["claim"]
+
+
+def test_the_cheaper_point_counts_at_a_higher_rate():
+    # lambda=14.5 loses at 3.5 bits, but lambda=58 (2.45 bits, cheaper) beats RTN-3 there.
+    results = measured(models=("m",))
+    results["models"]["m"]["rows"] = _rows(ent_3=0.0007, ent_2=0.0005)
+    assert verdicts(results)[0] == "reproduced"
+
+
+def test_no_entquant_point_at_or_below_the_rate_fails():
+    results = measured(models=("m",))
+    results["models"]["m"]["rows"]["EntQuant lambda=58"]["bits/param"] = 2.98
+    claims, summary = verdict(results)
+    assert [c["verdict"] for c in claims[:2]] == ["reproduced", "not reproduced"]
+    assert summary == "partly"
+    assert "no EntQuant point at or below 2.50 bits" in claims[1]["evidence"]
+
+
+def test_rate_distortion_needs_a_baseline_below_4_bits():
+    rows = {"EntQuant lambda=58": {"bits/param": 2.2, "KL": 1.0}, "NF4": {"bits/param": 4.5}}
+    results = measured(models=("m",))
+    results["models"]["m"]["rows"] = rows
+    claims, summary = verdict(results)
+    assert (
+        claims[0]["verdict"] == "not reproduced"
+        and "no baseline below 4" in (claims[0]["evidence"])
+    )
+    assert summary == "partly"  # the GPU speed row still holds
+
+
+def test_speed_fails_alone_on_a_gpu():
+    claims, summary = verdict(measured(minutes=23 * 60))
+    assert [c["verdict"] for c in claims] == ["reproduced"] * 4 + ["not reproduced"] + [
+        "untestable here"
+    ]
+    assert summary == "partly" and "1,380 min" in claims[4]["evidence"]
+
+
+@pytest.mark.parametrize("minutes", [5.0, 23 * 60])
+def test_speed_measured_on_a_cpu_is_untestable(minutes):
+    claims, summary = verdict(measured(device="cpu", minutes=minutes))
+    assert (
+        claims[4]["verdict"] == "untestable here"
+        and "not measured on a GPU" in claims[4]["evidence"]
+    )
+    assert summary == "reproduced"
+
+
+def test_no_timing_is_untestable():
+    results = measured()
+    results["compression params/s"] = results["extrapolated 70B minutes"] = None
+    assert verdicts(results)[4] == "untestable here"
+
+
+def test_nothing_holds():
+    results = measured(models=("m",), minutes=1e4)
+    results["models"]["m"]["rows"] = _rows(ent_3=1.0, ent_2=1.0)
+    assert verdict(results)[1] == "not reproduced"
+
+
+def test_verdict_is_pure():
+    results = measured()
+    before = copy.deepcopy(results)
+    assert verdict(results) == verdict(results)
+    assert results == before
