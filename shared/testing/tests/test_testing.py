@@ -345,7 +345,50 @@ def test_device_parametrization_matches_argnames_exactly(pytester):
     )
     result = pytester.runpytest()
     # test_plural: a parameter named "devices" does not stop the device parametrization
-    result.assert_outcomes(passed=len(available_devices()) * 2 + 1)
+    cuda = len(available_devices()) == 2
+    result.assert_outcomes(passed=(4 if cuda else 2) + 1, skipped=0 if cuda else 2)
+
+
+def test_cuda_device_cases_are_gpu_marked_so_they_can_run_apart(pytester):
+    pytester.makepyfile(
+        """
+        def test_on(device):
+            assert device in ("cpu", "cuda")
+        """
+    )
+    cuda = len(available_devices()) == 2
+    pytester.runpytest("-m", "not gpu").assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest("-m", "gpu").assert_outcomes(
+        passed=int(cuda), skipped=int(not cuda), deselected=1
+    )
+
+
+def test_a_gpu_test_after_the_triton_interpreter_fails_loudly(pytester):
+    # a subprocess: the conftest pretends CUDA is there and Triton was imported to interpret
+    pytester.makeconftest(
+        """
+        import os, sys, types
+        import torch
+        torch.cuda.is_available = lambda: True
+        sys.modules["triton"] = types.ModuleType("triton")
+        os.environ["TRITON_INTERPRET"] = "1"
+        """
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.gpu
+        def test_kernel():
+            pass
+
+        def test_cpu():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*own process*pytest -m gpu*"])
 
 
 def _ddp_train(steps: int):
@@ -410,3 +453,19 @@ def test_run_readme_snippets(tmp_path):
     (tmp_path / "EMPTY.md").write_text("# nothing\n")
     with pytest.raises(AssertionError, match="no ```python"):
         run_readme_snippets(tmp_path / "EMPTY.md")
+
+
+def test_resolve_device_reads_the_flag_and_refuses_what_is_not_here():
+    from icml26.testing import resolve_device
+
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device(" CPU ") == "cpu"
+    for bad in ("gpu", "cuda:x", "meta", "cpu,cuda", ""):
+        with pytest.raises(ValueError, match="--device"):
+            resolve_device(bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA device"):
+            resolve_device("cuda")
+    else:
+        with pytest.raises(ValueError, match="only"):
+            resolve_device(f"cuda:{torch.cuda.device_count()}")

@@ -1,5 +1,8 @@
 """The pytest plugin: seeding, devices and markers for every icml26 test session."""
 
+import os
+import sys
+
 import pytest
 import torch
 
@@ -38,6 +41,28 @@ def available_devices() -> list[str]:
     return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
 
 
+def device_params() -> list:
+    """``device`` parameters: cpu, and cuda marked ``gpu`` (skipped without CUDA, and selected by
+    ``-m gpu`` so CUDA runs can go in a pytest process of their own)."""
+    return ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def _triton_interpreting() -> bool:
+    return "triton" in sys.modules and os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@pytest.fixture(autouse=True)
+def _icml26_gpu_runs_compiled_kernels(request: pytest.FixtureRequest) -> None:
+    # Triton picks interpreter or compiler once per process: a gpu test that runs after an
+    # interpreter test would silently test the interpreter. Fail loudly instead.
+    if request.node.get_closest_marker("gpu") and _triton_interpreting():
+        pytest.fail(
+            "Triton was imported in interpreter mode (TRITON_INTERPRET=1) earlier in this "
+            "process, so this gpu test would not run compiled kernels: run gpu tests in their "
+            "own process (`pytest -m gpu`, as tools/ci.py and tools/gpu_check.sh do)"
+        )
+
+
 def _argnames(marker: pytest.Mark) -> list[str]:
     names = marker.args[0] if marker.args else marker.kwargs.get("argnames", ())
     if isinstance(names, str):
@@ -47,11 +72,11 @@ def _argnames(marker: pytest.Mark) -> list[str]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # A test that takes a `device` argument (and does not parametrize that exact name itself)
-    # runs once per available device.
+    # runs on cpu and on cuda (the cuda case is marked gpu: skipped where CUDA is absent).
     if "device" in metafunc.fixturenames and not any(
         "device" in _argnames(m) for m in metafunc.definition.iter_markers("parametrize")
     ):
-        metafunc.parametrize("device", available_devices())
+        metafunc.parametrize("device", device_params())
 
 
 @pytest.fixture(autouse=True)

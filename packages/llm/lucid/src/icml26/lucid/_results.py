@@ -11,6 +11,10 @@ A results file holds one row per claim of the paper (``claims``: claim, verdict,
 package ``verdict`` that is the summary of those rows (``summarise``). ``--quick`` runs are smoke
 tests: ``quick`` is true and every verdict is ``"smoke"``. Files are strict JSON: no NaN or
 Infinity anywhere (write ``null`` for a number that could not be measured).
+
+``resolve_device`` turns a ``--device`` flag (``auto``, ``cpu``, ``cuda``, ``cuda:1``, ``mps``)
+into the device a demo runs on, so every package's CLI reads the flag the same way and the
+``device`` it records is the one that ran.
 """
 
 import dataclasses
@@ -46,6 +50,36 @@ RESULTS_SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
 CLAIM_FIELDS = ("claim", "verdict", "evidence")
 # A torch device string naming one real device type ("cpu", "cuda:1"), not a list of options.
 DEVICE_PATTERN = re.compile(r"(cpu|cuda|mps|xpu|hpu|npu|xla|meta)(:\d+)?")
+
+
+def resolve_device(spec: str = "auto") -> str:
+    """The torch device string a ``--device`` flag names; ``auto`` is CUDA when present, else CPU.
+
+    Raises ValueError naming the flag when the device is malformed or not available here, so a
+    run never falls back silently to another device than the one asked for.
+    """
+    import torch  # only this helper needs torch; the rest of the contract is stdlib
+
+    text = str(spec).strip().lower()
+    if text == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if not DEVICE_PATTERN.fullmatch(text) or text.startswith("meta"):
+        raise ValueError(f"--device must be auto, cpu, cuda, cuda:N or mps; got {spec!r}")
+    kind, _, index = text.partition(":")
+    if kind == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(
+                f"--device {spec}: no CUDA device is available (torch {torch.__version__}, "
+                f"CUDA build {torch.version.cuda or 'none'}); use --device cpu or auto"
+            )
+        if index and int(index) >= count:
+            raise ValueError(f"--device {spec}: only {count} CUDA device(s) are visible")
+    elif kind == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {spec}: MPS is not available here; use --device cpu or auto")
+    elif kind not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"--device {spec}: the demos run on cpu, cuda or mps")
+    return text
 
 
 def summarise(verdicts: list[str]) -> str:
