@@ -15,6 +15,8 @@ class Member:
     version: str
     dependencies: tuple[str, ...]  # requirement strings, dev group included
     scripts: tuple[str, ...]
+    runtime: tuple[str, ...] = ()  # requirement strings of [project] dependencies only
+    module: str = ""  # the import name, e.g. icml26.td
 
     @property
     def rel(self) -> str:
@@ -26,7 +28,16 @@ class Member:
 
     def requires(self) -> set[str]:
         """Distribution names this member depends on (runtime or dev group)."""
-        return {re.split(r"[\s<>=!~;\[(]", d, maxsplit=1)[0].lower() for d in self.dependencies}
+        return {requirement_name(d) for d in self.dependencies}
+
+    def runtime_requires(self) -> set[str]:
+        """Distribution names this member needs at run time (its [project] dependencies)."""
+        return {requirement_name(d) for d in self.runtime}
+
+
+def requirement_name(requirement: str) -> str:
+    """The distribution name a PEP 508 requirement string names (no packaging needed)."""
+    return re.split(r"[\s<>=!~;\[(@]", requirement.strip(), maxsplit=1)[0].lower()
 
 
 def members() -> list[Member]:
@@ -48,6 +59,8 @@ def members() -> list[Member]:
                     project["version"],
                     tuple(deps),
                     tuple(project.get("scripts", {})),
+                    tuple(project.get("dependencies", [])),
+                    meta["tool"]["uv"]["build-backend"]["module-name"],
                 )
             )
     return out

@@ -256,7 +256,7 @@ def _launch_config(D: int) -> dict:
     if _INTERPRET:
         return dict(BLOCK_M=16, BLOCK_N=16)
     # FlashAttention-2's usual tiles for head dims up to 128; larger heads need smaller tiles to
-    # fit shared memory. Untuned: no GPU was available when this was written (see the README).
+    # fit shared memory. Not yet tuned by timing on a GPU (see the README).
     if D <= 64:
         return dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3)
     if D <= 128:

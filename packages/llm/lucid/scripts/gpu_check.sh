@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One prepared run for a CUDA machine that has torch, triton and pytest but no uv and no network
-# (the project's lent device): from the repository root,
+# LUCID's kernel timings on a CUDA machine that has torch, triton and pytest but no uv and no
+# network (run tools/gpu_check.sh first for every package); from the repository root,
 #     bash packages/llm/lucid/scripts/gpu_check.sh
 # 1. correctness: the gpu-marked tests of the Triton kernels against their references
 #    (flash-style attention fwd+bwd, the LUCID solve, the fused decode step);

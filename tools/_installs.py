@@ -1,0 +1,211 @@
+"""Checks of the packages as users install them (used by ``tools/ci.py --wheels --lowest``).
+
+- ``check_wheel``: a member's built wheel, with the extras its README tells a user to install
+  (``[tool.icml26] demo-installs`` in its pyproject), in a fresh virtual environment outside the
+  repository; then ``demo --quick`` from that environment, and its results.json checked against
+  the suite's contract. Siblings (icml26-kernels, ...) come from the freshly built wheels, never
+  from an index.
+- ``lowest_copy``: a copy of the workspace locked with ``uv lock --resolution lowest-direct``, so
+  the members' tests run against the lowest versions their direct requirements admit.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from _workspace import ROOT, Member
+
+UV = os.environ.get("UV") or shutil.which("uv") or "uv"
+DEMO_TIMEOUT_S = 1200
+
+
+def _load_contract():
+    # stdlib-only module: loaded by path, so the checks need neither torch nor the toolkit
+    path = ROOT / "shared" / "testing" / "src" / "icml26" / "testing" / "results.py"
+    spec = importlib.util.spec_from_file_location("icml26_results_contract", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONTRACT = _load_contract()
+
+
+@dataclass(frozen=True)
+class DemoInstall:
+    """One install a README tells users to run: ``pip install "pkg[extras]"`` (+ ``--no-deps``)."""
+
+    extras: tuple[str, ...] = ()
+    no_deps: tuple[str, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        return f"[{','.join(self.extras)}]" if self.extras else "(no extras)"
+
+
+def demo_installs(m: Member) -> list[DemoInstall]:
+    meta = tomllib.loads((m.path / "pyproject.toml").read_text())
+    declared = meta.get("tool", {}).get("icml26", {}).get("demo-installs", [{}])
+    extras = set(meta["project"].get("optional-dependencies", {}))
+    out = []
+    for d in declared:
+        unknown = set(d) - {"extras", "no-deps"}
+        if unknown:
+            raise ValueError(f"{m.name}: demo-installs entries take extras, no-deps; got {unknown}")
+        missing = set(d.get("extras", ())) - extras
+        if missing:
+            raise ValueError(f"{m.name}: demo-installs names undefined extras {sorted(missing)}")
+        out.append(DemoInstall(tuple(d.get("extras", ())), tuple(d.get("no-deps", ()))))
+    return out
+
+
+def runtime_siblings(m: Member, by_name: dict[str, Member]) -> list[Member]:
+    """Workspace members ``m`` needs at run time (its [project] dependencies, transitively)."""
+    seen: dict[str, Member] = {}
+    todo = [m]
+    while todo:
+        for name in todo.pop().runtime_requires():
+            if name in by_name and name not in seen:
+                seen[name] = by_name[name]
+                todo.append(by_name[name])
+    return list(seen.values())
+
+
+def build_wheels(members: list[Member], dist: Path) -> dict[str, Path]:
+    """Build every member's wheel into ``dist``; {distribution name: wheel path}."""
+    subprocess.run(
+        [UV, "build", "--all-packages", "--wheel", "--out-dir", str(dist), "-q"],
+        cwd=ROOT,
+        check=True,
+    )
+    wheels = {}
+    for m in members:
+        found = list(dist.glob(f"{m.name.replace('-', '_')}-{m.version}-*.whl"))
+        if len(found) != 1:
+            raise RuntimeError(f"expected one wheel of {m.name} {m.version} in {dist}: {found}")
+        wheels[m.name] = found[0]
+    return wheels
+
+
+def clean_env() -> dict[str, str]:
+    """The environment of a user's shell: no workspace virtualenv, no uv project settings."""
+    drop = ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH", "CONDA_PREFIX")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def expected_device() -> str:
+    return (
+        "cuda" if shutil.which("nvidia-smi") and os.environ.get("ICML26_CI_GPU") != "0" else "cpu"
+    )
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: list[str], timeout=None) -> int:
+    res = subprocess.run(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
+    log.append(f"$ {' '.join(map(str, cmd))}\n{res.stdout}")
+    return res.returncode
+
+
+def check_wheel(
+    m: Member,
+    install: DemoInstall,
+    wheels: dict[str, Path],
+    siblings: list[Member],
+    env: dict[str, str],
+) -> tuple[list[str], list[str]]:
+    """Install ``m``'s wheel as its README says, in a fresh venv outside the repository, and run
+    its ``demo --quick`` (or import it, for a member with no console script).
+
+    Returns (log lines, problems); no problems means the check passed.
+    """
+    log: list[str] = []
+    problems: list[str] = []
+    env = {**clean_env(), **{k: v for k, v in env.items() if k.startswith(("OMP_", "UV_CACHE"))}}
+    with tempfile.TemporaryDirectory(prefix=f"icml26-wheel-{m.name}-") as tmp:
+        tmp = Path(tmp)
+        venv = tmp / "venv"
+        python = venv / "bin" / "python"
+        if _run([UV, "venv", "-q", "--python", sys.executable, str(venv)], tmp, env, log):
+            return log, ["uv venv failed"]
+        target = str(wheels[m.name])
+        if install.extras:
+            target = f"{m.name}[{','.join(install.extras)}] @ {wheels[m.name].as_uri()}"
+        cmd = [UV, "pip", "install", "-q", "--python", str(python), target]
+        cmd += [str(wheels[s.name]) for s in siblings]
+        if _run(cmd, tmp, env, log):
+            return log, [f"pip install {install.label} failed"]
+        if install.no_deps:
+            nd = [UV, "pip", "install", "-q", "--python", str(python), "--no-deps"]
+            if _run([*nd, *install.no_deps], tmp, env, log):
+                return log, [f"pip install --no-deps {' '.join(install.no_deps)} failed"]
+        module = m.module
+        code = _run(
+            [str(python), "-c", f"import {module}; print({module}.__file__)"], tmp, env, log
+        )
+        if code or str(venv) not in log[-1]:
+            return log, [f"import {module} failed or did not come from the fresh venv"]
+        if not m.scripts:
+            return log, problems
+        out = tmp / "out"
+        script = str(venv / "bin" / m.scripts[0])
+        try:
+            code = _run(
+                [script, "demo", "--quick", "--out", str(out)], tmp, env, log, DEMO_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            return log, [f"demo --quick ran past {DEMO_TIMEOUT_S} s"]
+        if code:
+            problems.append(f"demo --quick exited {code}")
+        if "Traceback (most recent call last)" in log[-1]:
+            problems.append("demo --quick printed a traceback")
+        path = out / "results.json"
+        if not path.is_file():
+            return log, [*problems, "demo --quick wrote no results.json"]
+        try:
+            results = CONTRACT.validate_results(path)
+        except ValueError as e:
+            return log, [*problems, f"results.json: {e}"]
+        want = {"package": m.name, "version": m.version, "quick": True, "verdict": "smoke"}
+        for key, value in want.items():
+            if results.get(key) != value:
+                problems.append(f"results.json {key} = {results.get(key)!r}, expected {value!r}")
+        device = expected_device()
+        if not str(results.get("device", "")).startswith(device):
+            problems.append(f"results.json device {results.get('device')!r}, expected {device}")
+        log.append(f"results.json: {json.dumps({k: results[k] for k in ('device', 'seconds')})}")
+    return log, problems
+
+
+def lowest_copy(dest: Path, log: list[str]) -> int:
+    """Copy the workspace's files (tracked and new, not ignored) to ``dest`` and lock it with the
+    lowest versions the members' direct requirements admit. Returns uv's exit code."""
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for rel in filter(None, files):
+        src = ROOT / rel.decode()
+        if src.is_file():
+            target = dest / rel.decode()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    env = clean_env()
+    return _run([UV, "lock", "--resolution", "lowest-direct"], dest, env, log)

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The first thing to run on a CUDA machine: every `gpu` test of every member (each member in a
+# pytest process of its own, so Triton compiles instead of interpreting), then every package's
+# `demo --quick --device cuda`, and one table of what ran.
+#
+# Needs only python with torch, triton and pytest (no uv, no network): the members run from
+# source through PYTHONPATH. A member whose other requirements are missing shows as "missing
+# <module>" in the table (install them with pip beforehand to cover it). Without CUDA, the gpu
+# tests are collected and skip, and the demos are not run.
+#
+#   tools/gpu_check.sh [OUT_DIR]      # default runs/gpu_check; PYTHON=python3.12 to pick one
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+PY="${PYTHON:-python3}"
+OUT="${1:-runs/gpu_check}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+TABLE="$OUT/table.md"
+
+src=""
+for d in kernels/src shared/*/src packages/*/*/src; do src="$src:$ROOT/$d"; done
+export PYTHONPATH="${src#:}${PYTHONPATH:+:$PYTHONPATH}"
+export MPLBACKEND=Agg
+unset TRITON_INTERPRET ICML26_KERNELS
+
+if ! "$PY" -c "import torch, pytest" 2>/dev/null; then
+    echo "gpu_check: $PY cannot import torch and pytest; set PYTHON to an interpreter that can" >&2
+    exit 2
+fi
+CUDA="$("$PY" -c "import torch; print(int(torch.cuda.is_available()))")"
+# the toolkit's pytest plugin (seeding, device parametrization, gpu marker): by -p from source,
+# unless an installed icml26-testing already registers it
+PLUGIN=(-p icml26.testing.plugin)
+if "$PY" -c "import sys, importlib.metadata as m; sys.exit(not any(
+        e.value.startswith('icml26.testing') for e in m.entry_points(group='pytest11')))"; then
+    PLUGIN=()
+fi
+"$PY" - <<'EOF' | tee "$OUT/machine.txt"
+import platform, torch
+try:
+    import triton; tv = triton.__version__
+except Exception as e:  # noqa: BLE001 - report, do not fail
+    tv = f"not importable ({type(e).__name__})"
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+print(f"python {platform.python_version()}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
+      f"triton {tv}, GPU: {gpu}")
+EOF
+
+{
+    echo "| member | step | result | seconds | details |"
+    echo "|---|---|---|---|---|"
+} >"$TABLE"
+failures=0
+
+row() { echo "| $1 | $2 | $3 | $4 | $5 |" >>"$TABLE"; }
+
+missing_module() {  # the module a log says could not be imported, if any
+    grep -oE "No module named '[^']+'" "$1" | head -1 | sed -E "s/No module named '([^']+)'/\1/"
+}
+
+for dir in kernels shared/*/ packages/*/*/; do
+    dir="${dir%/}"
+    [ -d "$dir/tests" ] || continue
+    name="$(basename "$dir")"
+    log="$OUT/$name.gpu-tests.log"
+    start=$(date +%s)
+    "$PY" -m pytest "$dir/tests" -m gpu -q "${PLUGIN[@]}" -p no:cacheprovider >"$log" 2>&1
+    code=$?
+    secs=$(($(date +%s) - start))
+    summary="$(tail -1 "$log" | sed 's/|/\//g')"
+    mod="$(missing_module "$log")"
+    if [ -n "$mod" ]; then
+        row "$name" "gpu tests" "missing $mod" "$secs" "pip install the member's requirements"
+        failures=$((failures + 1))
+    elif [ $code -eq 0 ] || [ $code -eq 5 ]; then
+        row "$name" "gpu tests" "ok" "$secs" "$summary"
+    else
+        row "$name" "gpu tests" "FAILED" "$secs" "$summary (see $log)"
+        failures=$((failures + 1))
+    fi
+done
+
+for dir in packages/*/*/; do
+    dir="${dir%/}"
+    name="$(basename "$dir")"
+    if [ "$CUDA" != "1" ]; then
+        row "$name" "demo --quick" "skipped" "0" "no CUDA device"
+        continue
+    fi
+    log="$OUT/$name.demo.log"
+    start=$(date +%s)
+    "$PY" -m "icml26.$name" demo --quick --device cuda --out "$OUT/$name" >"$log" 2>&1
+    code=$?
+    secs=$(($(date +%s) - start))
+    mod="$(missing_module "$log")"
+    if [ -n "$mod" ]; then
+        row "$name" "demo --quick" "missing $mod" "$secs" "pip install the package's requirements"
+        failures=$((failures + 1))
+    elif [ $code -ne 0 ] || [ ! -f "$OUT/$name/results.json" ]; then
+        row "$name" "demo --quick" "FAILED" "$secs" "exit $code (see $log)"
+        failures=$((failures + 1))
+    else
+        details="$("$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); \
+print(f\"device {r['device']}, {r['seconds']:.1f} s in the demo\")" "$OUT/$name/results.json")"
+        case "$details" in
+            "device cuda"*) row "$name" "demo --quick" "ok" "$secs" "$details" ;;
+            *) row "$name" "demo --quick" "FAILED" "$secs" "ran on the wrong device: $details"
+               failures=$((failures + 1)) ;;
+        esac
+    fi
+done
+
+echo
+cat "$TABLE"
+echo
+if [ "$CUDA" != "1" ]; then
+    echo "gpu_check: no CUDA device here: gpu tests skipped, demos not run ($failures problems)"
+else
+    echo "gpu_check: $failures problems; logs and results in $OUT"
+fi
+[ $failures -eq 0 ]
