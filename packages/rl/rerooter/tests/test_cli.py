@@ -1,7 +1,11 @@
 import json
 
+import pytest
+import torch
+
+from icml26.rerooter._results import demo_command
 from icml26.rerooter.cli import main
-from icml26.rerooter.demo import CLAIMS, verdict
+from icml26.rerooter.demo import CLAIMS, DemoConfig, verdict
 from icml26.testing import run_cli, validate_results
 
 # Every subprocess pays ~10 s of imports (torch, igraph) on the CI machine: the entry point is
@@ -15,14 +19,14 @@ def test_help_lists_the_subcommands():
 
 
 def test_quick_demo_writes_valid_results(tmp_path):
-    out = run_cli("icml26.rerooter", ["demo", "--quick", "--out", str(tmp_path)])
+    out = run_cli("icml26.rerooter", ["demo", "--quick", "--device", "cpu", "--out", str(tmp_path)])
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-rerooter"
     assert "verdict: smoke" in out.stdout
     assert results["quick"] is True and results["verdict"] == "smoke"
     assert [r["claim"] for r in results["claims"]] == list(CLAIMS.values())
     assert all(r["verdict"] == "smoke" for r in results["claims"])
-    assert results["config"]["command"] == "icml26-rerooter demo --quick"
+    assert results["config"]["command"] == "icml26-rerooter demo --quick --device cpu"
     assert results["device"] == "cpu"
     assert (tmp_path / "solved.png").stat().st_size > 10_000
     m = results["metrics"]
@@ -39,6 +43,28 @@ def test_quick_demo_writes_valid_results(tmp_path):
     claims, _ = verdict(raw)
     assert [r["evidence"] for r in claims] == [r["evidence"] for r in results["claims"]]
     assert not list(tmp_path.glob(".results.json*"))
+
+
+def test_default_device_keeps_the_default_command():
+    assert demo_command("icml26-rerooter", DemoConfig()) == "icml26-rerooter demo"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error when CUDA is absent")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["demo", "--quick"],
+        ["train", "--levels", "1"],
+        ["evaluate", "--checkpoint", "none"],
+        ["bench", "--levels", "1"],
+    ],
+)
+def test_cuda_without_cuda_is_a_clear_error(tmp_path, capsys, args):
+    where = ["--out", str(tmp_path / "run")] if args[0] in ("demo", "train") else []
+    assert main([*args, *where, "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "icml26-rerooter: error: --device cuda" in err and "no CUDA device" in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_demo_bad_config_is_a_clear_error(tmp_path, capsys):

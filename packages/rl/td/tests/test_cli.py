@@ -5,7 +5,9 @@ import torch
 from torch import nn
 
 from icml26.td import fit_critic, garnet_mdp
-from icml26.td.demo import verdict
+from icml26.td._results import demo_command
+from icml26.td.cli import main
+from icml26.td.demo import DemoConfig, verdict
 from icml26.testing import run_cli, run_distributed, validate_results
 
 
@@ -15,14 +17,17 @@ def test_help_lists_the_subcommands():
 
 
 def test_quick_demo_writes_valid_results_and_plots(tmp_path):
-    out = run_cli("icml26.td", ["demo", "--quick", "--out", str(tmp_path), "--no-extra-problems"])
+    out = run_cli(
+        "icml26.td",
+        ["demo", "--quick", "--device", "cpu", "--out", str(tmp_path), "--no-extra-problems"],
+    )
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-td"
     assert results["quick"] is True and results["verdict"] == "smoke"
     assert len(results["claims"]) == 4
     assert all(c["verdict"] == "smoke" for c in results["claims"])
     assert results["device"] == "cpu"
-    assert results["config"]["command"] == "icml26-td demo --quick --no-extra-problems"
+    assert results["config"]["command"] == "icml26-td demo --quick --no-extra-problems --device cpu"
     assert (tmp_path / "error_vs_T.png").stat().st_size > 10_000
     assert (tmp_path / "eta0_sweep.png").stat().st_size > 10_000
     assert "verdict: smoke" in out.stdout
@@ -30,6 +35,22 @@ def test_quick_demo_writes_valid_results_and_plots(tmp_path):
     claims, _ = verdict(results)
     assert [c["evidence"] for c in claims] == [c["evidence"] for c in results["claims"]]
     assert not list(tmp_path.glob(".results.json*"))  # no temp file left behind
+
+
+def test_default_device_keeps_the_default_command():
+    assert demo_command("icml26-td", DemoConfig()) == "icml26-td demo"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error when CUDA is absent")
+@pytest.mark.parametrize("subcommand", ["demo", "bench"])
+def test_cuda_without_cuda_is_a_clear_error(tmp_path, capsys, subcommand):
+    # In process: the flag is resolved before any work, so this costs no subprocess start.
+    out = ["--out", str(tmp_path)] if subcommand == "demo" else []
+    rc = main([subcommand, "--device", "cuda", *out])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "icml26-td: error: --device cuda" in err and "no CUDA device" in err
+    assert not (tmp_path / "results.json").exists()
 
 
 def test_demo_bad_config_is_a_clear_error(tmp_path):

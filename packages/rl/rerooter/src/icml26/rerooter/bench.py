@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from icml26.rerooter._results import resolve_device
 from icml26.rerooter.evaluators import NetEvaluator, UniformPolicy
 from icml26.rerooter.model import ConvNetConfig, TwoHeadedConvNet
 from icml26.rerooter.rerooters import ClusterRerooter, HeuristicRerooter, MixedRerooter
@@ -35,6 +36,8 @@ class BenchConfig:
     """Residual blocks of that network."""
     seed: int = 0
     """Seeds the network's weights."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N (where the network runs)"""
 
 
 def _rate(fn, levels) -> tuple[float, int]:
@@ -50,6 +53,7 @@ def _rate(fn, levels) -> tuple[float, int]:
 
 def run_bench(cfg: BenchConfig) -> dict[str, dict[str, float]]:
     """Print and return {evaluator: {search: expansions/s}} plus ratios to LTS."""
+    device = resolve_device(cfg.device)
     if cfg.levels < 1 or cfg.budget < 1 or cfg.naive_budget < 1:
         raise ValueError(f"levels, budget and naive_budget must be >= 1, got {cfg}")
     if cfg.levels > 1000:
@@ -59,7 +63,8 @@ def run_bench(cfg: BenchConfig) -> dict[str, dict[str, float]]:
     evaluators = {"no network": UniformPolicy(heuristic=True)}
     if cfg.network:
         torch.manual_seed(cfg.seed)
-        evaluators["network"] = NetEvaluator(TwoHeadedConvNet(ConvNetConfig(blocks=cfg.blocks)))
+        net = TwoHeadedConvNet(ConvNetConfig(blocks=cfg.blocks)).to(device)
+        evaluators["network"] = NetEvaluator(net)
     b, nb = cfg.budget, cfg.naive_budget
     out: dict[str, dict[str, float]] = {}
     for ev_name, ev in evaluators.items():
@@ -75,7 +80,8 @@ def run_bench(cfg: BenchConfig) -> dict[str, dict[str, float]]:
         }
         rates = {name: _rate(fn, levels) for name, fn in searches.items()}
         lts_rate = rates["LTS"][0]
-        print(f"\n{ev_name}: {cfg.levels} Boxoban test levels, budget {b} (naive: {nb})")
+        where = f" on {device}" if ev_name == "network" else ""
+        print(f"\n{ev_name}{where}: {cfg.levels} Boxoban test levels, budget {b} (naive: {nb})")
         print(f"{'search':22s} {'expansions':>10s} {'exp/s':>9s} {'rate / LTS':>10s}")
         for name, (rate, n) in rates.items():
             print(f"{name:22s} {n:>10d} {rate:>9.0f} {rate / lts_rate:>10.2f}")

@@ -14,6 +14,10 @@ Losses (per state on a solution path of problem k, found with N_k expansions):
 Distributed: under ``torchrun`` each rank searches its shard of the problems, the results are
 all-gathered (so every rank holds the same training set and history), and the training steps run
 through DistributedDataParallel with each rank taking its slice of every minibatch.
+
+Devices: the network trains and is evaluated where its parameters live; the searches and the
+training set are host-side (NumPy), and minibatches are drawn on the CPU from the seed, so a seed
+picks the same minibatches on every device.
 """
 
 import json
@@ -224,7 +228,8 @@ def _training_set(problems, solved: dict[int, dict]):
 def _train(
     net, wrapped, opt, data, cfg: BootstrapConfig, iteration: int, rank: int, world: int
 ) -> float:
-    obs, acts, remaining, weights = data
+    dev = next(net.parameters()).device
+    obs, acts, remaining, weights = (t.to(dev) for t in data)
     n = len(acts)
     gen = torch.Generator().manual_seed(cfg.seed * 100_003 + iteration)
     net.train()
@@ -232,7 +237,7 @@ def _train(
     for _ in range(cfg.train_steps):
         # The same draw on every rank; each rank keeps its slice, DDP averages the gradients.
         batch = torch.randint(n, (max(cfg.minibatch, world),), generator=gen)
-        idx = batch[rank::world]
+        idx = batch[rank::world].to(dev)
         logits, h = wrapped(obs[idx])
         ce = nn.functional.cross_entropy(logits, acts[idx], reduction="none")
         w = weights[idx]
@@ -243,7 +248,8 @@ def _train(
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    mean = torch.tensor(float(np.mean(losses)), dtype=torch.float64)
+    # On the network's device: NCCL reduces CUDA tensors only.
+    mean = torch.tensor(float(np.mean(losses)), dtype=torch.float64, device=dev)
     if world > 1:  # report the loss of the whole minibatch, the same on every rank
         dist.all_reduce(mean)
         mean /= world

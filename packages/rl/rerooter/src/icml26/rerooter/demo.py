@@ -30,7 +30,14 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from icml26.rerooter._results import as_smoke, claim_row, demo_command, summarise, write_results
+from icml26.rerooter._results import (
+    as_smoke,
+    claim_row,
+    demo_command,
+    resolve_device,
+    summarise,
+    write_results,
+)
 from icml26.rerooter.bootstrap import (
     METHOD_LABELS,
     METHODS,
@@ -83,6 +90,8 @@ class DemoConfig:
     """Run part (a) only."""
     plot: bool = True
     """Save solved.png (search-only bars and the bootstrap curves)."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N (where the networks of (b) run)"""
 
     def resolved(self) -> "DemoConfig":
         if not self.quick:
@@ -141,11 +150,11 @@ def _search_all(method, levels, evaluator, budget, desc):
     }
 
 
-def _bootstrap(method: str, train, test, cfg: DemoConfig) -> tuple[dict, list, str]:
+def _bootstrap(method: str, train, test, cfg: DemoConfig, device: str) -> tuple[dict, list, str]:
     """(b) for one method: a fresh network (same initial weights for every method), bootstrap on
     the training levels, then search the test levels with it; (numbers, curve, device)."""
-    torch.manual_seed(cfg.seed)
-    net = TwoHeadedConvNet(ConvNetConfig(blocks=cfg.blocks))
+    torch.manual_seed(cfg.seed)  # built on the CPU, then moved: the same weights on every device
+    net = TwoHeadedConvNet(ConvNetConfig(blocks=cfg.blocks)).to(device)
     bcfg = BootstrapConfig(
         method=method,
         initial_budget=cfg.initial_budget,
@@ -173,6 +182,7 @@ def experiment(cfg: DemoConfig) -> dict:
     """(a) search only and (b) bootstrap training; the raw counts (no verdict, no files)."""
     cfg.validate()
     cfg = cfg.resolved()
+    device = resolve_device(cfg.device)
     test = _levels(cfg.test_file, "test", cfg.test_levels)
     train = [] if cfg.skip_training else _levels(cfg.train_file, "train", cfg.train_levels)
     torch.set_num_threads(1)  # searches call the network on small batches: threads only add noise
@@ -181,17 +191,19 @@ def experiment(cfg: DemoConfig) -> dict:
         m: _search_all(m, test, guide, cfg.search_budget, f"(a) {METHOD_LABELS[m]}")
         for m in cfg.methods
     }
-    device = "cpu"  # (a) alone runs no network: its searches are Python/numpy on the host
+    # With --skip-training nothing runs in torch: (a)'s searches and guide are host-side NumPy, so
+    # the host is the device that ran; (b) records the device its networks ran on.
+    ran_on = "cpu"
     boot, curves = {}, {}
     for m in [] if cfg.skip_training else cfg.methods:
-        boot[m], curves[m], device = _bootstrap(m, train, test, cfg)
+        boot[m], curves[m], ran_on = _bootstrap(m, train, test, cfg, device)
     return {
         "n_test": len(test),
         "n_train": len(train),
         "search_only": search_only,
         "bootstrap": boot,
         "curves": curves,
-        "device": device,
+        "device": ran_on,
     }
 
 

@@ -42,15 +42,26 @@ class UniformPolicy:
 
 
 class NetEvaluator:
-    """Wraps a two-headed network ``net(obs) -> (logits (B, A), h (B,))`` as an evaluator."""
+    """Wraps a two-headed network ``net(obs) -> (logits (B, A), h (B,))`` as an evaluator.
 
-    def __init__(self, net: torch.nn.Module, device: str | torch.device = "cpu") -> None:
+    The observations go to ``device``, by default the device of the network's parameters at each
+    call (so a network moved after wrapping is followed); the outputs come back as host arrays,
+    since the searches are host-side Python.
+    """
+
+    def __init__(self, net: torch.nn.Module, device: str | torch.device | None = None) -> None:
         self.net = net
-        self.device = torch.device(device)
+        self.device = None if device is None else torch.device(device)
+
+    def _device(self) -> torch.device:
+        if self.device is not None:
+            return self.device
+        param = next(self.net.parameters(), None)
+        return param.device if param is not None else torch.device("cpu")
 
     @torch.inference_mode()
     def __call__(self, env: Environment, states: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-        obs = torch.from_numpy(np.stack([env.observe(s) for s in states])).to(self.device)
+        obs = torch.from_numpy(np.stack([env.observe(s) for s in states])).to(self._device())
         was_training = self.net.training
         self.net.eval()
         logits, h = self.net(obs)

@@ -1,8 +1,8 @@
 """``icml26-rerooter train`` (bootstrap on Boxoban, checkpoints, resume, torchrun) and ``evaluate``.
 
 Under ``torchrun --nproc-per-node N -m icml26.rerooter train ...`` the process group is initialised
-from the environment (gloo on CPU, NCCL when CUDA is visible) and ``bootstrap_train`` shards the
-searches and averages gradients with DDP.
+from the environment (gloo when the network runs on the CPU, NCCL on CUDA, one GPU per local rank)
+and ``bootstrap_train`` shards the searches and averages gradients with DDP.
 """
 
 import json
@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from icml26.rerooter._results import resolve_device
 from icml26.rerooter.bootstrap import (
     METHOD_LABELS,
     BootstrapConfig,
@@ -51,6 +52,8 @@ class TrainConfig:
     """Initial weights and minibatch order."""
     resume: bool = False
     """Continue from the checkpoint in ``out``."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 @dataclass(frozen=True)
@@ -67,13 +70,20 @@ class EvaluateConfig:
     """Number of levels from the start of the file."""
     budget: int = 4000
     """Expansion budget per level."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
-def _maybe_init_distributed() -> bool:
+def _maybe_init_distributed(device: str) -> tuple[bool, str]:
+    """Join the torchrun process group if there is one; (started here, this rank's device)."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-        return True
-    return False
+        if device == "cuda":  # one GPU per local rank
+            device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        if device.startswith("cuda"):
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+        return True, device
+    return False, device
 
 
 def _take(path: Path | None, split: str, n: int):
@@ -84,6 +94,7 @@ def _take(path: Path | None, split: str, n: int):
 
 
 def run_train(cfg: TrainConfig) -> None:
+    device = resolve_device(cfg.device)
     bcfg = BootstrapConfig(
         method=cfg.method,
         initial_budget=cfg.initial_budget,
@@ -94,20 +105,21 @@ def run_train(cfg: TrainConfig) -> None:
     )
     bcfg.validate()
     problems = _take(cfg.levels_file, "train", cfg.levels)
-    started = _maybe_init_distributed()
+    started, device = _maybe_init_distributed(device)
     try:
         if cfg.resume:
             net = TwoHeadedConvNet.from_pretrained(cfg.out)
         else:
             torch.manual_seed(cfg.seed)
             net = TwoHeadedConvNet(ConvNetConfig(blocks=cfg.blocks))
+        net = net.to(device)
         hist = bootstrap_train(problems, net, bcfg, checkpoint_dir=cfg.out, resume=cfg.resume)
         if not dist.is_initialized() or dist.get_rank() == 0:
             for row in hist.rows:
                 print(json.dumps(row))
             print(
                 f"solved {hist.num_solved}/{len(problems)} with {hist.cumulative_expansions} "
-                f"expansions; checkpoint in {cfg.out}"
+                f"expansions on {device}; checkpoint in {cfg.out}"
             )
     finally:
         if started:
@@ -115,9 +127,10 @@ def run_train(cfg: TrainConfig) -> None:
 
 
 def run_evaluate(cfg: EvaluateConfig) -> dict:
+    device = resolve_device(cfg.device)
     if cfg.budget < 1:
         raise ValueError(f"budget must be >= 1, got {cfg.budget}")
-    net = TwoHeadedConvNet.from_pretrained(cfg.checkpoint)
+    net = TwoHeadedConvNet.from_pretrained(cfg.checkpoint).to(device)
     levels = _take(cfg.levels_file, "test", cfg.levels)
     ev = NetEvaluator(net)
     solved = expansions = 0
@@ -131,6 +144,7 @@ def run_evaluate(cfg: EvaluateConfig) -> dict:
         "levels": len(levels),
         "expansions": expansions,
         **asdict(cfg),
+        "device": str(next(net.parameters()).device),  # the one that ran, not the flag
     }
     print(
         f"{METHOD_LABELS[cfg.method]}: solved {solved}/{len(levels)} at budget {cfg.budget} "

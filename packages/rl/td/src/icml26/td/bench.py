@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from icml26.td._results import resolve_device
 from icml26.td.problems import garnet_mdp
 from icml26.td.schedules import ConstantStepSize, ExponentialStepSize
 from icml26.td.td import td0_sweep
@@ -34,6 +35,8 @@ class BenchConfig:
     n_features: int = 8
     threads: int = 1
     """torch threads (1: the machine is shared and noisy)."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N (the vectorised run; the loop is NumPy)"""
 
 
 def _loop_td0(P, r, phi, gamma, etas, seed) -> np.ndarray:
@@ -57,13 +60,15 @@ def _stationary(P: np.ndarray) -> np.ndarray:
 
 
 def run_bench(cfg: BenchConfig) -> dict:
+    device = resolve_device(cfg.device)
     torch.set_num_threads(cfg.threads)
     problem = garnet_mdp(cfg.n_states, cfg.n_features, 0.9, 0)
     scheds = [ExponentialStepSize(0.5, cfg.horizon)] + [
         ConstantStepSize(0.5 / 2**k) for k in range(cfg.schedules - 1)
     ]
+    on_device = problem.to(device)
     t0 = time.perf_counter()
-    td0_sweep(problem, scheds, cfg.horizon, cfg.runs)
+    td0_sweep(on_device, scheds, cfg.horizon, cfg.runs).cpu()  # .cpu() waits for the GPU
     vec_s = time.perf_counter() - t0
     vec_ups = cfg.schedules * cfg.runs * cfg.horizon / vec_s
 
@@ -78,10 +83,11 @@ def run_bench(cfg: BenchConfig) -> dict:
         "vectorised updates/s": vec_ups,
         "loop updates/s": loop_ups,
         "speedup": vec_ups / loop_ups,
+        "device": device,
     }
     print(
-        f"vectorised: {cfg.schedules} schedules x {cfg.runs} runs x {cfg.horizon} steps: "
-        f"{vec_ups:,.0f} updates/s"
+        f"vectorised ({device}): {cfg.schedules} schedules x {cfg.runs} runs x {cfg.horizon} "
+        f"steps: {vec_ups:,.0f} updates/s"
     )
     print(f"plain loop: {cfg.loop_runs} runs x {cfg.loop_steps} steps: {loop_ups:,.0f} updates/s")
     print(f"speedup (vectorised / loop): {out['speedup']:.1f}x  (torch threads: {cfg.threads})")

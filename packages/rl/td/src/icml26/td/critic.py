@@ -5,6 +5,9 @@ The linear case of the paper carries over as the usual deep-RL recipe: minimise
 following ``eta_t = eta0 (beta/T)^(t/T)``. Under ``torchrun`` the critic is wrapped in
 DistributedDataParallel and every rank draws its own samples (seed + rank), so the same loop
 runs on one process or many.
+
+The critic trains on the device of its parameters. States are sampled on the CPU from a seeded
+generator (the same transitions on every device) and only the indices travel.
 """
 
 import torch
@@ -35,11 +38,14 @@ def fit_critic(
     opt = torch.optim.SGD(model.parameters(), lr=eta0)
     sched = ExponentialStepSize(eta0, horizon, optimizer=opt)
     gen = torch.Generator().manual_seed(seed + 1000 * rank)
-    phi = problem.phi.to(next(critic.parameters()).dtype)
-    r = problem.r.to(phi.dtype)
+    weight = next(critic.parameters())
+    phi = problem.phi.to(weight.device, weight.dtype)
+    r = problem.r.to(weight.device, weight.dtype)
+    mu_cpu, P_cpu = problem.mu.cpu(), problem.P.cpu()
     for _ in range(horizon):
-        s = torch.multinomial(problem.mu, batch_size, replacement=True, generator=gen)
-        s_next = torch.multinomial(problem.P[s], 1, generator=gen).squeeze(1)
+        s = torch.multinomial(mu_cpu, batch_size, replacement=True, generator=gen)
+        s_next = torch.multinomial(P_cpu[s], 1, generator=gen).squeeze(1)
+        s, s_next = s.to(weight.device), s_next.to(weight.device)
         with torch.no_grad():
             target = r[s] + problem.gamma * critic(phi[s_next]).squeeze(-1)
         loss = 0.5 * (target - model(phi[s]).squeeze(-1)).pow(2).mean()

@@ -21,7 +21,14 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from icml26.td._results import as_smoke, claim_row, demo_command, summarise, write_results
+from icml26.td._results import (
+    as_smoke,
+    claim_row,
+    demo_command,
+    resolve_device,
+    summarise,
+    write_results,
+)
 from icml26.td.gym_problems import gymnasium_mrp
 from icml26.td.problems import MarkovRewardProcess, boyan_chain, garnet_mdp
 from icml26.td.schedules import (
@@ -70,6 +77,8 @@ class DemoConfig:
     """Also run Boyan's chain, a lazy (slow-mixing) Garnet and FrozenLake at the largest T."""
     plot: bool = True
     """Save the PNG plots."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     @property
     def eta0_default(self) -> float:
@@ -200,9 +209,11 @@ def _setting_at(by_T: dict, horizons: list[int], sampling: str, omega: float) ->
 def _extra_problems(cfg: DemoConfig, base: MarkovRewardProcess, T: int) -> dict:
     """Boyan's chain, a lazy Garnet and FrozenLake under Markov sampling at horizon T."""
     extra = {
-        "boyan chain": boyan_chain(cfg.gamma),
+        "boyan chain": boyan_chain(cfg.gamma, device=base.device),
         "lazy garnet (eps=0.1)": base.lazy(0.1),
-        "FrozenLake tiles": gymnasium_mrp("FrozenLake-v1", cfg.gamma, features="tiles"),
+        "FrozenLake tiles": gymnasium_mrp(
+            "FrozenLake-v1", cfg.gamma, features="tiles", device=base.device
+        ),
     }
     extras = {}
     for name, problem in tqdm(extra.items(), desc="extra problems"):
@@ -224,17 +235,18 @@ def experiment(cfg: DemoConfig) -> dict:
     ``cfg.runs`` seeds; ``settings`` the numbers at the largest T the verdict uses.
     """
     cfg = cfg.resolved()
+    device = resolve_device(cfg.device)
     if cfg.runs < 2:
         raise ValueError(f"runs must be >= 2 (standard errors need two), got {cfg.runs}")
     if not cfg.horizons or any(T < 2 for T in cfg.horizons):
         raise ValueError(f"horizons must be a non-empty tuple of integers >= 2, got {cfg.horizons}")
     horizons = sorted(cfg.horizons)
     problems = {
-        o: garnet_mdp(cfg.n_states, cfg.n_features, cfg.gamma, cfg.seed, omega=o)
+        o: garnet_mdp(cfg.n_states, cfg.n_features, cfg.gamma, cfg.seed, omega=o, device=device)
         for o in cfg.omegas
     }
     curves: dict = {}
-    settings, device = [], "cpu"
+    settings = []
     jobs = [(s, o) for s in ("iid", "markov") for o in cfg.omegas]
     for sampling, omega in tqdm(jobs, desc="TD(0) settings"):
         by_T = {}

@@ -31,6 +31,7 @@ def gymnasium_mrp(
     policy: np.ndarray | None = None,
     features: Literal["onehot", "tiles"] = "onehot",
     tile_size: int = 2,
+    device: torch.device | str = "cpu",
     **make_kwargs,
 ) -> MarkovRewardProcess:
     """The Markov reward process of ``policy`` on a tabular gymnasium environment.
@@ -41,6 +42,7 @@ def gymnasium_mrp(
         policy: (S, A) action probabilities; the uniform random policy by default.
         features: ``"onehot"`` (tabular, ``||phi|| = 1``) or ``"tiles"``: one indicator per
             ``tile_size x tile_size`` square of the grid (grid worlds only).
+        device: where the problem's tensors live (the chain is built on the CPU, then moved).
     """
     if isinstance(env, str):
         env = gym.make(env, **make_kwargs)
@@ -88,4 +90,4 @@ def gymnasium_mrp(
         raise ValueError(f"features must be 'onehot' or 'tiles', got {features!r}")
     mu_k = stationary_distribution(P_k)
     name = f"{base.spec.id if base.spec else type(base).__name__} ({features})"
-    return MarkovRewardProcess(P_k, r_k, phi, gamma, mu_k, name)
+    return MarkovRewardProcess(P_k, r_k, phi, gamma, mu_k, name).to(device)

@@ -22,9 +22,9 @@ import torch
 ArrayLike = torch.Tensor | np.ndarray
 
 
-def _as_f64(x, name: str) -> torch.Tensor:
+def _as_f64(x, name: str, device=None) -> torch.Tensor:
     try:
-        t = torch.as_tensor(x, dtype=torch.float64)
+        t = torch.as_tensor(x, dtype=torch.float64, device=device)
     except (TypeError, ValueError, RuntimeError) as e:
         raise TypeError(f"{name} must be array-like of numbers: {e}") from None
     if t.numel() == 0:
@@ -39,7 +39,8 @@ def check_problem(P, r, phi, gamma, mu=None, *, atol: float = 1e-8):
 
     Raises ValueError naming the argument: a non-square or non-stochastic ``P``, ``gamma``
     outside [0, 1), shapes that do not match the number of states, NaN/inf anywhere, features
-    with norm above 1, or a ``mu`` that is not a distribution. ``mu`` may be None.
+    with norm above 1, or a ``mu`` that is not a distribution. ``mu`` may be None. The tensors
+    land on ``P``'s device (``r``, ``phi``, ``mu`` are moved there when they live elsewhere).
     """
     if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not math.isfinite(gamma):
         raise ValueError(f"gamma must be a finite number in [0, 1), got {gamma!r}")
@@ -55,10 +56,10 @@ def check_problem(P, r, phi, gamma, mu=None, *, atol: float = 1e-8):
         i = int((rows - 1).abs().argmax())
         raise ValueError(f"P must be row-stochastic: row {i} sums to {rows[i].item():.6g}, not 1")
     S = P.shape[0]
-    r = _as_f64(r, "r")
+    r = _as_f64(r, "r", P.device)
     if r.shape != (S,):
         raise ValueError(f"r must have shape (S,) = ({S},) to match P, got {tuple(r.shape)}")
-    phi = _as_f64(phi, "phi")
+    phi = _as_f64(phi, "phi", P.device)
     if phi.ndim != 2 or phi.shape[0] != S:
         raise ValueError(f"phi must have shape (S, d) with S = {S}, got {tuple(phi.shape)}")
     norms = torch.linalg.vector_norm(phi, dim=1)
@@ -69,7 +70,7 @@ def check_problem(P, r, phi, gamma, mu=None, *, atol: float = 1e-8):
             f"has norm {norms[i].item():.4g}. Rescale, e.g. phi / phi.norm(dim=1).max()"
         )
     if mu is not None:
-        mu = _as_f64(mu, "mu")
+        mu = _as_f64(mu, "mu", P.device)
         if mu.shape != (S,):
             raise ValueError(f"mu must have shape (S,) = ({S},), got {tuple(mu.shape)}")
         if (mu < -atol).any() or abs(mu.sum().item() - 1) > 1e-6:
@@ -82,8 +83,8 @@ def stationary_distribution(P: ArrayLike) -> torch.Tensor:
     P = _as_f64(P, "P")
     S = P.shape[0]
     # Least squares on [P^T - I; 1^T] mu = [0; 1]: exact for an ergodic chain.
-    M = torch.cat([P.T - torch.eye(S, dtype=P.dtype), torch.ones(1, S, dtype=P.dtype)])
-    rhs = torch.cat([torch.zeros(S, dtype=P.dtype), torch.ones(1, dtype=P.dtype)])
+    M = torch.cat([P.T - torch.eye(S, dtype=P.dtype, device=P.device), P.new_ones(1, S)])
+    rhs = torch.cat([P.new_zeros(S), P.new_ones(1)])
     mu = torch.linalg.lstsq(M, rhs.unsqueeze(1)).solution.squeeze(1).clamp_min(0)
     return mu / mu.sum()
 
@@ -123,6 +124,21 @@ class MarkovRewardProcess:
         object.__setattr__(self, "mu", mu)
 
     @property
+    def device(self) -> torch.device:
+        return self.P.device
+
+    def to(self, device: torch.device | str) -> "MarkovRewardProcess":
+        """The same problem with its tensors on ``device``."""
+        return MarkovRewardProcess(
+            self.P.to(device),
+            self.r.to(device),
+            self.phi.to(device),
+            self.gamma,
+            self.mu.to(device),
+            self.name,
+        )
+
+    @property
     def n_states(self) -> int:
         return self.P.shape[0]
 
@@ -154,7 +170,8 @@ class MarkovRewardProcess:
         """The lazy chain ``(1 - eps) I + eps P``: same ``mu``, mixing slowed by ``1/eps``."""
         if not 0 < eps <= 1:
             raise ValueError(f"eps must lie in (0, 1], got {eps}")
-        P = (1 - eps) * torch.eye(self.n_states, dtype=torch.float64) + eps * self.P
+        P = (1 - eps) * torch.eye(self.n_states, dtype=torch.float64, device=self.device)
+        P = P + eps * self.P
         return MarkovRewardProcess(
             P, self.r, self.phi, self.gamma, self.mu, f"lazy({self.name}, {eps:g})"
         )
@@ -223,13 +240,15 @@ def garnet_mdp(
     *,
     omega: float | None = None,
     branching: int = 5,
+    device: torch.device | str = "cpu",
 ) -> MarkovRewardProcess:
     """A random Garnet chain (Archibald et al., 1995) evaluated under a fixed policy.
 
     Each state moves to ``branching`` distinct random successors with Dirichlet(1) probabilities
     (redrawn until the chain is irreducible and aperiodic); rewards are uniform in [0, 1];
     features are random with ``||phi(s)|| <= 1`` and, when ``omega`` is given, scaled so the
-    smallest eigenvalue of ``Phi^T D Phi`` equals ``omega`` (at most ``1/n_features``).
+    smallest eigenvalue of ``Phi^T D Phi`` equals ``omega`` (at most ``1/n_features``). The chain
+    is drawn on the CPU (the same chain for a seed on every device), then moved to ``device``.
     """
     if not isinstance(n_states, int) or n_states < 2:
         raise ValueError(f"n_states must be an integer >= 2, got {n_states!r}")
@@ -255,10 +274,12 @@ def garnet_mdp(
     mu = stationary_distribution(P)
     phi = _features_with_omega(mu, n_features, omega, gen)
     name = f"garnet(S={n_states}, d={n_features}" + (f", omega={omega:g})" if omega else ")")
-    return MarkovRewardProcess(P, r, phi, gamma, mu, name)
+    return MarkovRewardProcess(P, r, phi, gamma, mu, name).to(device)
 
 
-def boyan_chain(gamma: float = 0.95, n_states: int = 13) -> MarkovRewardProcess:
+def boyan_chain(
+    gamma: float = 0.95, n_states: int = 13, device: torch.device | str = "cpu"
+) -> MarkovRewardProcess:
     """Boyan's chain (Boyan, 2002), made continuing: from state 0 the walk restarts at the top.
 
     States n-1..0; from s >= 2 move to s-1 or s-2 with probability 1/2 (reward -3); from 1 to 0
@@ -283,4 +304,5 @@ def boyan_chain(gamma: float = 0.95, n_states: int = 13) -> MarkovRewardProcess:
         phi[s, j], phi[s, j + 1] = 1 - w, w
     # Period 2 is possible in the restarted chain only through the s-2 moves; it is aperiodic
     # because cycles of lengths n and n+1 both exist.
-    return MarkovRewardProcess(P, r, phi, gamma, stationary_distribution(P), f"boyan({n})")
+    mrp = MarkovRewardProcess(P, r, phi, gamma, stationary_distribution(P), f"boyan({n})")
+    return mrp.to(device)

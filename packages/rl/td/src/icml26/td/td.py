@@ -13,6 +13,10 @@ instead (the tail-averaging baseline).
 All K schedules x R runs advance together as one (K, R, d) tensor. Runs with the same index
 share their samples across schedules (common random numbers), so schedules are compared on the
 same trajectories.
+
+The sweep runs on the device of the problem's tensors (``problem.to("cuda")``). The uniforms are
+drawn on the CPU from one seeded generator and then moved, so a seed gives the same samples on
+every device and the CPU results do not depend on where they would have been drawn.
 """
 
 import math
@@ -68,8 +72,8 @@ def td0_sweep(
         progress: show a tqdm bar.
 
     Returns:
-        (K, R, d) float64 tensor of final (or tail-averaged) iterates. Runs that diverge give
-        non-finite entries; they are not hidden.
+        (K, R, d) float64 tensor of final (or tail-averaged) iterates, on ``problem``'s device.
+        Runs that diverge give non-finite entries; they are not hidden.
     """
     K = len(schedules)
     if K == 0:
@@ -90,19 +94,25 @@ def td0_sweep(
     P, r, phi, gamma, mu = problem.P, problem.r, problem.phi, problem.gamma, problem.mu
     d = phi.shape[1]
     R = runs
-    etas = torch.stack([s.values(horizon) for s in schedules], 1)  # (T, K)
-    lam = torch.tensor(regs, dtype=torch.float64)[:, None, None]  # (K, 1, 1)
-    tail_mask = torch.tensor(tails)[:, None, None]  # (K, 1, 1)
+    dev = P.device
+    # The schedules are computed on the CPU, so every device steps with the same etas.
+    etas = torch.stack([s.values(horizon) for s in schedules], 1).to(dev)  # (T, K)
+    lam = torch.tensor(regs, dtype=torch.float64, device=dev)[:, None, None]  # (K, 1, 1)
+    tail_mask = torch.tensor(tails, device=dev)[:, None, None]  # (K, 1, 1)
     tail_start = horizon // 2
     gen = torch.Generator().manual_seed(seed)
+
+    def uniform(*shape: int) -> torch.Tensor:
+        return torch.rand(*shape, generator=gen, dtype=torch.float64).to(dev)
+
     cdf_P = P.cumsum(1)
     cdf_P[:, -1] = 1.0 + 1e-12  # rows end above every uniform draw despite rounding
     cdf_mu = mu.cumsum(0)
     cdf_mu[-1] = 1.0 + 1e-12
 
-    theta = torch.zeros(K, R, d, dtype=torch.float64)
-    tail_sum = torch.zeros(K, R, d, dtype=torch.float64)
-    state = torch.searchsorted(cdf_mu, torch.rand(R, generator=gen, dtype=torch.float64))
+    theta = torch.zeros(K, R, d, dtype=torch.float64, device=dev)
+    tail_sum = torch.zeros_like(theta)
+    state = torch.searchsorted(cdf_mu, uniform(R))
     bar = tqdm(
         total=horizon, disable=not progress, desc=f"TD(0) {sampling} T={horizon}", leave=False
     )
@@ -110,15 +120,15 @@ def td0_sweep(
     while t < horizon:
         n = min(_CHUNK, horizon - t)
         if sampling == "iid":
-            s = torch.searchsorted(cdf_mu, torch.rand(n, R, generator=gen, dtype=torch.float64))
+            s = torch.searchsorted(cdf_mu, uniform(n, R))
         else:
-            s = torch.empty(n, R, dtype=torch.long)
-            u = torch.rand(n, R, generator=gen, dtype=torch.float64)
+            s = torch.empty(n, R, dtype=torch.long, device=dev)
+            u = uniform(n, R)
             for i in range(n):  # a trajectory is sequential: s_{t+1} ~ P(s_t, .)
                 s[i] = state
                 state = torch.searchsorted(cdf_P[state], u[i : i + 1].T).squeeze(1)
         if sampling == "iid":
-            u = torch.rand(n, R, 1, generator=gen, dtype=torch.float64)
+            u = uniform(n, R, 1)
             s_next = torch.searchsorted(cdf_P[s], u).squeeze(-1)  # (n, R)
         else:
             s_next = torch.cat([s[1:], state[None]], 0)
@@ -154,8 +164,8 @@ def td0(
     """Linear TD(0) on the chain ``P`` (S, S) with rewards ``r`` (S,) and features ``phi`` (S, d).
 
     ``mu`` (S,) defaults to the stationary distribution of ``P``. Returns the last iterates,
-    shape (runs, d) (or the tail averages with ``tail_average=True``). See ``td0_sweep`` for the
-    arguments and for running several schedules on the same samples.
+    shape (runs, d) (or the tail averages with ``tail_average=True``), on ``P``'s device. See
+    ``td0_sweep`` for the arguments and for running several schedules on the same samples.
     """
     P_, r_, phi_, mu_ = check_problem(P, r, phi, gamma, mu)
     if mu_ is None:

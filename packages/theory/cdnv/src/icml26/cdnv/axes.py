@@ -12,17 +12,19 @@ def decision_axis_cosines(features, labelings) -> torch.Tensor:
     """(K, K) ``|cos(Delta_s, Delta_t)|`` between the decision axes of K binary labelings.
 
     ``labelings`` is (N, K) (or a list of K label vectors) with two classes each; the decision
-    axis of a labeling is the difference of its two class means.
+    axis of a labeling is the difference of its two class means. Computed on the device of
+    ``features``.
     """
     x = torch.as_tensor(
         np.asarray(features) if not isinstance(features, torch.Tensor) else features
     )
-    x = x.detach().to("cpu", torch.float64)
+    x = x.detach().to(dtype=torch.float64)
     if isinstance(labelings, list | tuple):
         labelings = torch.stack([torch.as_tensor(np.asarray(t)) for t in labelings], 1)
     L = torch.as_tensor(
         np.asarray(labelings) if not isinstance(labelings, torch.Tensor) else labelings
     )
+    L = L.to(x.device)
     if L.ndim == 1:
         L = L[:, None]
     if x.ndim != 2 or L.shape[0] != x.shape[0]:

@@ -50,7 +50,7 @@ def pairwise_bound(stats: ClassStats, shots: int) -> torch.Tensor:
     m = float(shots)
     d2 = squared_distances(stats)  # (C, C), plug-in
     C = stats.n_classes
-    off = ~torch.eye(C, dtype=torch.bool)
+    off = ~torch.eye(C, dtype=torch.bool, device=d2.device)
     d2s = torch.where(off, d2, 1.0)
     d4 = d2s.pow(2)
     v = stats.total_variance
@@ -105,6 +105,8 @@ def ncc_fewshot_error(
     Each episode picks ``ways`` classes (default: all), ``shots`` support samples per class, and
     ``queries`` query samples per class (default: all the rest), builds the centroids from the
     support and classifies the queries by Euclidean distance. A list of shots gives a list.
+    Distances are computed on the device of ``features``; the episodes are drawn on the CPU from
+    ``seed``, so every device sees the same episodes.
     """
     if isinstance(shots, Sequence):
         return [
@@ -114,8 +116,8 @@ def ncc_fewshot_error(
         np.asarray(features) if not isinstance(features, torch.Tensor) else features
     )
     y = torch.as_tensor(np.asarray(labels) if not isinstance(labels, torch.Tensor) else labels)
-    x = x.detach().to("cpu", torch.float64)
-    y = y.detach().to("cpu").long()
+    x = x.detach().to(dtype=torch.float64)
+    y = y.detach().to(x.device).long()
     if x.ndim != 2 or y.ndim != 1 or len(x) != len(y):
         raise ValueError(
             f"features must be (N, d) and labels (N,), got {tuple(x.shape)}, {tuple(y.shape)}"
@@ -140,14 +142,14 @@ def ncc_fewshot_error(
     gen = torch.Generator().manual_seed(seed)
     wrong = total = 0
     for _ in range(episodes):
-        chosen = classes[torch.randperm(len(classes), generator=gen)[:ways]]
+        chosen = classes[torch.randperm(len(classes), generator=gen)[:ways].to(x.device)]
         centroids, q_x, q_y = [], [], []
         for k, c in enumerate(chosen.tolist()):
-            idx = index[c][torch.randperm(len(index[c]), generator=gen)]
+            idx = index[c][torch.randperm(len(index[c]), generator=gen).to(x.device)]
             centroids.append(x[idx[:shots]].mean(0))
             rest = idx[shots:] if queries is None else idx[shots : shots + queries]
             q_x.append(x[rest])
-            q_y.append(torch.full((len(rest),), k))
+            q_y.append(torch.full((len(rest),), k, device=x.device))
         dist = torch.cdist(torch.cat(q_x), torch.stack(centroids))
         pred = dist.argmin(1)
         truth = torch.cat(q_y)

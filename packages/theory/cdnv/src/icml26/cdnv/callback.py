@@ -57,6 +57,8 @@ class CDNVMonitor:
         out = []
         for i in range(0, len(self.inputs), self.batch_size):
             xb = self.inputs[i : i + self.batch_size].to(device)
+            # Gathered in host memory, which a large evaluation set's features may need; the
+            # measures run on whatever device their inputs are on.
             out.append((self.embed(model, xb) if self.embed else model(xb)).float().cpu())
         model.train(was_training)
         return torch.cat(out)

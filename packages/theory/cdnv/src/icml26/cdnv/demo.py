@@ -21,7 +21,14 @@ from typing import Literal
 import torch
 from tqdm.auto import tqdm
 
-from icml26.cdnv._results import as_smoke, claim_row, demo_command, summarise, write_results
+from icml26.cdnv._results import (
+    as_smoke,
+    claim_row,
+    demo_command,
+    resolve_device,
+    summarise,
+    write_results,
+)
 from icml26.cdnv.axes import decision_axis_cosines
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.callback import CDNVMonitor
@@ -74,6 +81,8 @@ class DemoConfig:
     """(b) 'tracks': the bound is within this factor of the error for m >= 5."""
     orthogonal_cos: float = 0.2
     """(c) 'nearly orthogonal': mean off-diagonal |cos| below this."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def resolved(self) -> "DemoConfig":
         if not self.quick:
@@ -102,7 +111,7 @@ def _fewshot_table(features, labels, cfg) -> dict:
 
 
 def _off_diagonal(M: torch.Tensor) -> torch.Tensor:
-    return M[~torch.eye(len(M), dtype=torch.bool)]
+    return M[~torch.eye(len(M), dtype=torch.bool, device=M.device)]
 
 
 def _check(cfg: DemoConfig) -> None:
@@ -119,17 +128,21 @@ def _check(cfg: DemoConfig) -> None:
 
 
 def _pretrain(cfg: DemoConfig, x_train, x_eval, y_eval) -> tuple[dict, dict, str]:
-    """(a) SSL pretraining per objective, V and V~ of the held-out images every epoch."""
+    """(a) SSL pretraining per objective, V and V~ of the held-out images every epoch.
+
+    Runs on the device of ``x_train``; returns the dynamics, the final features and the device
+    the encoders trained on."""
     aug = ImageAugment()
 
     def views(idx, gen):
-        return aug(x_train[idx], gen), aug(x_train[idx], gen)
+        x = x_train[idx.to(x_train.device)]
+        return aug(x, gen), aug(x, gen)
 
-    dynamics, final_features, device = {}, {}, "cpu"
+    dynamics, final_features, device = {}, {}, str(x_train.device)
     for obj in cfg.objectives:
-        torch.manual_seed(cfg.seed)
-        enc = MLPEncoder(x_train[0].numel(), cfg.hidden, cfg.feature_dim)
-        head = projector(cfg.feature_dim, cfg.hidden, 128)
+        torch.manual_seed(cfg.seed)  # built on the CPU, then moved: the same start everywhere
+        enc = MLPEncoder(x_train[0].numel(), cfg.hidden, cfg.feature_dim).to(x_train.device)
+        head = projector(cfg.feature_dim, cfg.hidden, 128).to(x_train.device)
         monitor = CDNVMonitor(x_eval, y_eval, shots=(5,), episodes=max(10, cfg.episodes // 5))
         train_ssl(
             enc,
@@ -149,24 +162,25 @@ def _pretrain(cfg: DemoConfig, x_train, x_eval, y_eval) -> tuple[dict, dict, str
     return dynamics, final_features, device
 
 
-def _decision_axes(cfg: DemoConfig) -> dict[str, torch.Tensor]:
+def _decision_axes(cfg: DemoConfig, device: str) -> dict[str, torch.Tensor]:
     """(c) |cos| between the decision axes of independent tasks, before and after SSL."""
-    gen_model = MultitaskGenerator(k=cfg.multitask_k, seed=cfg.seed)
+    gen_model = MultitaskGenerator(k=cfg.multitask_k, seed=cfg.seed, device=device)
     x_mt, z_mt = gen_model.sample(4000, seed=cfg.seed + 1)
     latents = gen_model.latents(cfg.multitask_samples, torch.Generator().manual_seed(cfg.seed + 2))
 
     def mt_views(idx, gen):
-        return gen_model.render(latents[idx], gen), gen_model.render(latents[idx], gen)
+        z = latents[idx.to(latents.device)]
+        return gen_model.render(z, gen), gen_model.render(z, gen)
 
     cosines = {"raw input": decision_axis_cosines(x_mt, z_mt)}
     for obj in cfg.objectives:
         torch.manual_seed(cfg.seed)
-        enc = MLPEncoder(gen_model.dim, 256, 32)
+        enc = MLPEncoder(gen_model.dim, 256, 32).to(device)
         with torch.no_grad():  # every objective starts from this same seeded encoder
             cosines.setdefault("random encoder", decision_axis_cosines(enc.eval()(x_mt), z_mt))
         train_ssl(
             enc.train(),
-            projector(32, 256, 64),
+            projector(32, 256, 64).to(device),
             mt_views,
             cfg.multitask_samples,
             obj,
@@ -184,8 +198,10 @@ def experiment(cfg: DemoConfig) -> dict:
     """Run (a), (b) and (c); return the raw measurements and the thresholds verdict() uses."""
     _check(cfg)
     cfg = cfg.resolved()
+    device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
-    x, y = load_digits_images() if cfg.dataset == "digits" else load_mnist_images()
+    load = load_digits_images if cfg.dataset == "digits" else load_mnist_images
+    x, y = load(device)
     train_idx, eval_idx = stratified_split(y, cfg.eval_fraction, cfg.seed)
     x_train, x_eval, y_eval = x[train_idx], x[eval_idx], y[eval_idx]
     raw = class_stats(x_eval.flatten(1), y_eval)
@@ -194,7 +210,7 @@ def experiment(cfg: DemoConfig) -> dict:
     feature_sets = {"raw pixels": x_eval.flatten(1), **final_features}
     for name, feats in tqdm(feature_sets.items(), desc="few-shot episodes"):
         fewshot[name] = _fewshot_table(feats, y_eval, cfg)
-    cosines = _decision_axes(cfg)
+    cosines = _decision_axes(cfg, device)
     return {
         "objectives": list(cfg.objectives),
         "raw pixels": {"V": cdnv(raw).mean, "V~": directional_cdnv(raw).mean},

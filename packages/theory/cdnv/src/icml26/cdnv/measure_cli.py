@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 import tyro
 
+from icml26.cdnv._results import resolve_device
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.measures import cdnv, directional_cdnv
 from icml26.cdnv.stats import class_stats
@@ -26,9 +28,12 @@ class MeasureConfig:
     episodes: int = 100
     convention: str = "sum"
     """'sum' (default) or 'mean' (Galanti et al. 2022: divided by 2)."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def run_measure(cfg: MeasureConfig) -> dict:
+    device = resolve_device(cfg.device)
     if not cfg.path.is_file():
         raise ValueError(f"path: {cfg.path} does not exist")
     try:
@@ -38,6 +43,8 @@ def run_measure(cfg: MeasureConfig) -> dict:
         raise ValueError(f"path: {cfg.path} lacks the array {e}") from None
     except (OSError, ValueError) as e:
         raise ValueError(f"path: {cfg.path} is not a readable .npz file ({e})") from None
+    features = torch.as_tensor(features, device=device)
+    labels = torch.as_tensor(labels, device=device)
     stats = class_stats(features, labels)
     out = {
         "classes": stats.n_classes,
@@ -48,6 +55,7 @@ def run_measure(cfg: MeasureConfig) -> dict:
         "shots": list(cfg.shots),
         "error": ncc_fewshot_error(features, labels, list(cfg.shots), cfg.episodes),
         "bound": fewshot_bound(stats, list(cfg.shots)),
+        "device": str(stats.means.device),
     }
     print(json.dumps(out, indent=2))
     return out

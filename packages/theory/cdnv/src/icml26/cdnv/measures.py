@@ -44,7 +44,7 @@ def squared_distances(stats: ClassStats, cross_fit: bool = False) -> torch.Tenso
         diff = stats.means[:, None, :] - stats.means[None, :, :]
         d2 = diff.pow(2).sum(-1)
     C = stats.n_classes
-    off = ~torch.eye(C, dtype=torch.bool)
+    off = ~torch.eye(C, dtype=torch.bool, device=d2.device)
     scale = stats.total_variance.max().clamp_min(1e-300)
     bad = off & (d2 <= 1e-12 * scale)
     if bad.any():
@@ -70,11 +70,11 @@ def _check(stats: ClassStats, convention: str) -> None:
 
 def _pack(num: torch.Tensor, d2: torch.Tensor, convention: str) -> PairwiseCDNV:
     C = d2.shape[0]
-    off = ~torch.eye(C, dtype=torch.bool)
+    off = ~torch.eye(C, dtype=torch.bool, device=d2.device)
     mat = torch.where(off, num / torch.where(off, d2, 1.0), 0.0)
     if convention == "mean":
         mat = mat / 2
-    iu = torch.triu_indices(C, C, 1)
+    iu = torch.triu_indices(C, C, 1, device=d2.device)
     return PairwiseCDNV(mat, mat[iu[0], iu[1]].mean().item())
 
 
@@ -102,6 +102,6 @@ def directional_cdnv(
     plug_d2 = squared_distances(stats, False)
     q = directional_variances(stats)  # Delta^T Sigma_i Delta (plug-in Delta)
     # u^T Sigma u = Delta^T Sigma Delta / ||Delta||^2 with the direction from the plug-in means.
-    off = ~torch.eye(stats.n_classes, dtype=torch.bool)
+    off = ~torch.eye(stats.n_classes, dtype=torch.bool, device=d2.device)
     along = torch.where(off, q / torch.where(off, plug_d2, 1.0), 0.0)
     return _pack(along + along.T, d2, convention)

@@ -89,7 +89,10 @@ def projector(in_dim: int, hidden: int = 256, out_dim: int = 128) -> nn.Module:
 
 class ImageAugment(nn.Module):
     """Batched augmentations for small grey images (B, 1, H, W): a random affine warp (rotation,
-    scale, translation), contrast/brightness jitter, Gaussian noise and one random erased patch."""
+    scale, translation), contrast/brightness jitter, Gaussian noise and one random erased patch.
+
+    The random numbers come from ``gen`` on its own device (the global CPU generator without one)
+    and are moved to the images' device, so a CPU generator gives the same views everywhere."""
 
     def __init__(
         self,
@@ -106,13 +109,15 @@ class ImageAugment(nn.Module):
 
     def forward(self, x: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
         B, _, H, W = x.shape
+        dev = x.device
+        draw_on = gen.device if gen is not None else torch.device("cpu")
 
         def u(*shape):
-            return torch.rand(*shape, generator=gen) * 2 - 1
+            return (torch.rand(*shape, generator=gen, device=draw_on) * 2 - 1).to(dev)
 
         ang = u(B) * self.rotate
         s = 1 + u(B) * self.scale
-        theta = torch.zeros(B, 2, 3)
+        theta = torch.zeros(B, 2, 3, device=dev)
         theta[:, 0, 0], theta[:, 0, 1] = s * torch.cos(ang), -s * torch.sin(ang)
         theta[:, 1, 0], theta[:, 1, 1] = s * torch.sin(ang), s * torch.cos(ang)
         theta[:, :, 2] = u(B, 2) * self.shift * 2
@@ -120,20 +125,22 @@ class ImageAugment(nn.Module):
         x = F.grid_sample(x, grid, padding_mode="zeros", align_corners=False)
         contrast = 1 + u(B, 1, 1, 1) * self.jitter
         bright = u(B, 1, 1, 1) * self.jitter * 0.3
-        x = x * contrast + bright + self.noise * torch.randn(x.shape, generator=gen)
+        noise = torch.randn(x.shape, generator=gen, device=draw_on).to(dev)
+        x = x * contrast + bright + self.noise * noise
         if self.erase > 0:
             h, w = max(1, H // 4), max(1, W // 4)
-            top = torch.randint(0, H - h + 1, (B,), generator=gen)
-            left = torch.randint(0, W - w + 1, (B,), generator=gen)
-            rows = torch.arange(H)[None, :, None]
-            cols = torch.arange(W)[None, None, :]
+            top = torch.randint(0, H - h + 1, (B,), generator=gen, device=draw_on).to(dev)
+            left = torch.randint(0, W - w + 1, (B,), generator=gen, device=draw_on).to(dev)
+            rows = torch.arange(H, device=dev)[None, :, None]
+            cols = torch.arange(W, device=dev)[None, None, :]
             box = (
                 (rows >= top[:, None, None])
                 & (rows < top[:, None, None] + h)
                 & (cols >= left[:, None, None])
                 & (cols < left[:, None, None] + w)
             )
-            apply = (torch.rand(B, generator=gen) < self.erase)[:, None, None]
+            erased = torch.rand(B, generator=gen, device=draw_on) < self.erase
+            apply = erased.to(dev)[:, None, None]
             x = x.masked_fill((box & apply)[:, None], 0.0)
         return x
 
@@ -157,6 +164,10 @@ def train_ssl(
     is called as ``f(encoder, epoch)`` before training (epoch 0) and after every epoch. Under
     torchrun (an initialised process group) the model is wrapped in DDP and each rank takes its
     own shard of every epoch's permutation.
+
+    Training runs where ``encoder`` and ``head`` live; ``views`` returns views on that device. The
+    permutations and the generator handed to ``views`` are CPU ones, so a seed gives the same
+    batches and augmentations on every device.
     """
     if objective not in LOSSES:
         raise ValueError(f"objective must be one of {sorted(LOSSES)}, got {objective!r}")

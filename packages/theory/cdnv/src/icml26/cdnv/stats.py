@@ -11,6 +11,9 @@ where the shift s_c is the first sample of class c seen (it keeps the raw sums s
 subtracting them loses no precision). Samples also go alternately to two folds, whose means
 give the cross-fitted squared distances. Chunks of any size can be fed (``update``), so a data
 set that does not fit in memory streams through.
+
+The sums live on the device of the first chunk (later chunks are moved there), so features that
+are on a GPU are reduced there; the statistics come back on that device.
 """
 
 from collections.abc import Iterable
@@ -63,7 +66,7 @@ class ClassStats:
         if k is not None:
             d = torch.diagonal(P[k])
             return d[:, None] + d[None, :] - 2 * P[k]
-        idx = torch.arange(self.n_classes)
+        idx = torch.arange(self.n_classes, device=P.device)
         diag = torch.diagonal(P, dim1=1, dim2=2)  # (k, a): P[k, a, a]
         own = P[idx, idx, :]  # [a, b] = P[a, a, b]
         return diag[idx, idx][:, None] + diag - 2 * own
@@ -72,7 +75,7 @@ class ClassStats:
         """The statistics of some classes only (by label)."""
         labels = self.classes.tolist()
         try:
-            idx = torch.tensor([labels.index(int(c)) for c in classes])
+            idx = torch.tensor([labels.index(int(c)) for c in classes], device=self.means.device)
         except ValueError:
             raise ValueError(f"classes {list(classes)} are not all among {labels}") from None
         P = self.mean_quadratic[idx][:, idx][:, :, idx]
@@ -112,12 +115,16 @@ class StreamingClassStats:
     def __init__(self, dim: int | None = None, flush_rows: int = 1024):
         self.dim = dim
         self.flush_rows = flush_rows
+        self.device: torch.device | None = None  # that of the first chunk
         self._acc: dict[int, dict] = {}
 
     def update(self, features, labels) -> "StreamingClassStats":
         """Add a chunk: features (N, d), integer labels (N,)."""
-        x = _to_tensor(features, "features", 2).detach().to("cpu", torch.float64)
-        y = _to_tensor(labels, "labels", 1).detach().to("cpu")
+        x = _to_tensor(features, "features", 2).detach()
+        if self.device is None:
+            self.device = x.device
+        x = x.to(self.device, torch.float64)
+        y = _to_tensor(labels, "labels", 1).detach().to(self.device)
         if x.shape[0] != y.shape[0]:
             raise ValueError(f"features has {x.shape[0]} rows but labels has {y.shape[0]}")
         if y.is_floating_point() and not torch.equal(y, y.round()):
@@ -139,11 +146,11 @@ class StreamingClassStats:
                 acc = self._acc[c] = dict(
                     shift=xc[0].clone(),
                     n=0,
-                    s1=torch.zeros(d, dtype=torch.float64),
+                    s1=x.new_zeros(d),
                     s2=None,
-                    s3=torch.zeros(d, dtype=torch.float64),
+                    s3=x.new_zeros(d),
                     s4=0.0,
-                    fold_sum=torch.zeros(2, d, dtype=torch.float64),
+                    fold_sum=x.new_zeros(2, d),
                     fold_n=[0, 0],
                     buffer=[],
                     buffered=0,
@@ -169,7 +176,7 @@ class StreamingClassStats:
         acc["s3"] += (sq[:, None] * z).sum(0)
         acc["s4"] += sq.pow(2).sum().item()
         # Alternate samples between the two folds, continuing across flushes.
-        parity = (torch.arange(len(z)) + acc["n"]) % 2
+        parity = (torch.arange(len(z), device=z.device) + acc["n"]) % 2
         for f in (0, 1):
             acc["fold_sum"][f] += z[parity == f].sum(0)
             acc["fold_n"][f] += int((parity == f).sum())
@@ -186,13 +193,14 @@ class StreamingClassStats:
         C, d = len(classes), self.dim
         if keep_covariances is None:
             keep_covariances = C * d * d <= 5e7
-        counts = torch.tensor([self._acc[c]["n"] for c in classes])
+        dev = self.device
+        counts = torch.tensor([self._acc[c]["n"] for c in classes], device=dev)
         shifted_means = torch.stack([self._acc[c]["s1"] / self._acc[c]["n"] for c in classes])
         means = shifted_means + torch.stack([self._acc[c]["shift"] for c in classes])
         centred = means - means.mean(0)  # directional quadratics are shift-invariant; centring
         # the means first avoids cancellation when they sit far from the origin
         total_variance, frob_sq, fourth, quad, covs = [], [], [], [], []
-        fold_means = torch.zeros(2, C, d, dtype=torch.float64)
+        fold_means = torch.zeros(2, C, d, dtype=torch.float64, device=dev)
         for k, c in enumerate(classes):
             a = self._acc[c]
             n = a["n"]
@@ -224,9 +232,9 @@ class StreamingClassStats:
                 covs.append(cov.double())
             for f in (0, 1):
                 fold_means[f, k] = a["fold_sum"][f] / max(a["fold_n"][f], 1) + a["shift"]
-        f64 = dict(dtype=torch.float64)
+        f64 = dict(dtype=torch.float64, device=dev)
         return ClassStats(
-            classes=torch.tensor(classes),
+            classes=torch.tensor(classes, device=dev),
             counts=counts,
             means=means,
             total_variance=torch.tensor(total_variance, **f64),
