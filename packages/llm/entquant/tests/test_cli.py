@@ -1,16 +1,19 @@
 from pathlib import Path
 
+import pytest
+import torch
+
 from icml26.entquant.cli import main
 from icml26.entquant.demo import verdict
 from icml26.testing import run_cli, validate_results
 
 
 def test_quick_demo_writes_valid_smoke_results(tmp_path):
-    out = run_cli("icml26.entquant", ["demo", "--quick", "--out", str(tmp_path)])
+    out = run_cli("icml26.entquant", ["demo", "--quick", "--device", "cpu", "--out", str(tmp_path)])
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-entquant" and "verdict: smoke" in out.stdout
     assert results["quick"] is True and results["verdict"] == "smoke"
-    assert results["config"]["command"] == "icml26-entquant demo --quick"
+    assert results["config"]["command"] == "icml26-entquant demo --quick --device cpu"
     assert results["device"] == "cpu"
     assert (tmp_path / "entquant.png").stat().st_size > 10_000
     assert not (tmp_path / "checkpoints").exists()
@@ -41,10 +44,24 @@ def test_bad_config_is_a_clear_error(tmp_path, capsys):
 
 def test_bench_reports_ratios(capsys):
     args = ["bench", "--rows", "64", "--cols", "256", "--lambdas", "14.5", "--repeats", "1"]
-    args += ["--gpt-dim", "32", "--gpt-layers", "1"]
+    args += ["--gpt-dim", "32", "--gpt-layers", "1", "--device", "cpu"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "M params/s" in out and "MB/s" in out and "x dense" in out
+    assert "M params/s" in out and "MB/s" in out and "x dense" in out and "device cpu" in out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
+@pytest.mark.parametrize("command", ["demo", "bench", "compress"])
+def test_unavailable_device_is_a_clear_error(command, tmp_path, capsys):
+    args = {
+        "demo": ["--out", str(tmp_path)],
+        "bench": [],
+        "compress": ["--model", str(tmp_path), "--out", str(tmp_path / "eq")],
+    }[command]
+    assert main([command, "--device", "cuda", *args]) == 2
+    err = capsys.readouterr().err
+    assert "icml26-entquant: error: --device cuda" in err and "no CUDA device" in err
+    assert not (tmp_path / "results.json").exists() and not (tmp_path / "eq").exists()
 
 
 def test_compress_a_saved_checkpoint(tmp_path, capsys):
@@ -56,7 +73,7 @@ def test_compress_a_saved_checkpoint(tmp_path, capsys):
     model = tiny_gpt(seed=0, dim=32, layers=2, heads=2).eval()
     model.save_pretrained(tmp_path / "hf")  # safetensors + config.json, as users have them
     args = ["compress", "--model", str(tmp_path / "hf"), "--out", str(tmp_path / "eq")]
-    assert main([*args, "--lam", "14.5", "--max-iter", "10"]) == 0
+    assert main([*args, "--lam", "14.5", "--max-iter", "10", "--device", "cpu"]) == 0
     assert "bits/param" in capsys.readouterr().out
     restored = load_compressed(tmp_path / "eq")
     x = torch.randint(0, 256, (1, 8))
@@ -65,3 +82,31 @@ def test_compress_a_saved_checkpoint(tmp_path, capsys):
     assert 0 < diff < 1  # quantised, not garbage
     assert main(["compress", "--model", str(tmp_path / "nope"), "--out", str(tmp_path / "x")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_baselines_whose_extra_is_missing_are_skipped_with_a_note(monkeypatch, capsys):
+    import importlib.util
+    from dataclasses import replace
+
+    from icml26.entquant.demo import DemoConfig, experiment
+
+    real = importlib.util.find_spec
+    absent = {"bitsandbytes", "hqq"}
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in absent else real(name, *a)
+    )
+    cfg = DemoConfig(quick=True, device="cpu").resolved()
+    cfg = replace(cfg, lambdas=(14.5,), baselines=("RTN-3", "NF4", "HQQ-2"))
+    results = experiment(cfg)
+    out = capsys.readouterr().out
+    assert "baseline NF4 skipped: bitsandbytes is not installed" in out
+    assert "baseline HQQ-2 skipped: hqq is not installed" in out
+    assert set(results["models"]["tiny-gpt"]["rows"]) == {
+        "original",
+        "EntQuant lambda=14.5",
+        "RTN-3",
+    }
+    assert results["skipped baselines"] == ["HQQ-2", "NF4"]
+    rows, _ = verdict(results)
+    assert "not run (extra missing): HQQ-2, NF4" in rows[0]["evidence"]
+    assert rows[0]["verdict"] in ("partly", "not reproduced")  # never a full reproduction

@@ -136,3 +136,10 @@ def test_verdict_is_pure():
     before = copy.deepcopy(results)
     assert verdict(results) == verdict(results)
     assert results == before
+
+
+def test_a_win_with_rivals_missing_is_only_partly():
+    results = {**measured(), "skipped baselines": ["NF4"]}
+    claims, _ = verdict(results)
+    assert [c["verdict"] for c in claims[:4]] == ["partly"] * 4
+    assert all("not run (extra missing): NF4" in c["evidence"] for c in claims[:4])

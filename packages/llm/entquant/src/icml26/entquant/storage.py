@@ -19,6 +19,7 @@ anything is decoded, and raises ``ValueError`` on a missing, truncated or corrup
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import struct
@@ -145,10 +146,16 @@ def _build_hf(directory: Path, architecture: str) -> nn.Module:
 
 
 def load_compressed(
-    directory: str | os.PathLike, model: nn.Module | None = None, decode: str = "lazy"
+    directory: str | os.PathLike,
+    model: nn.Module | None = None,
+    decode: str = "lazy",
+    device: str | torch.device | None = None,
 ) -> nn.Module:
     """Load a checkpoint written by ``save_compressed`` into ``model`` (a skeleton of the same
-    architecture, modified in place) or, for a Hugging Face model, one built from config.json."""
+    architecture, modified in place) or, for a Hugging Face model, one built from config.json.
+
+    ``device``: where the loaded model lives; by default the skeleton's device (the CPU for a
+    model built from config.json)."""
     directory = Path(directory)
     manifest = _read_manifest(directory)
     tensors = _load_tensors(directory / WEIGHTS)
@@ -156,6 +163,8 @@ def load_compressed(
         if "hf_architecture" not in manifest:
             raise ValueError("pass model= (a skeleton of the saved architecture) to load this file")
         model = _build_hf(directory, manifest["hf_architecture"])
+    if device is not None:
+        model.to(device)
     for name, info in manifest["layers"].items():
         try:
             coded = {k: tensors.pop(f"{name}.{k}") for k in CODED}
@@ -179,6 +188,9 @@ def load_compressed(
                 f"layer {name!r}: model has in_features {old.in_features}, file {shape}"
             )
         new = EntQuantLinear(encoded, coded["scales"], info["qtype"], bias, decode)  # type: ignore[arg-type]
+        placed = next(itertools.chain(old.parameters(), old.buffers()), None)
+        if placed is not None:  # beside the rest of the model, not on the CPU
+            new = new.to(placed.device)
         parent, _, child = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, child, new)
     for alias, source in manifest["aliases"].items():  # tied tensors were stored once

@@ -9,13 +9,26 @@ targets (on a GPU): forward+backward within 1.5x of FlashAttention-2 at T=8K, de
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from icml26.kernels.attention import softmax_attention
 from icml26.kernels.lucid import lucid_attention, lucid_decode
+
+try:
+    from icml26.lucid._results import resolve_device
+except ModuleNotFoundError:  # loaded by path without the package (scripts/gpu_check.sh)
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "_lucid_results", Path(__file__).with_name("_results.py")
+    )
+    _results = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_results)
+    resolve_device = _results.resolve_device
 
 
 @dataclass(frozen=True)
@@ -34,8 +47,8 @@ class BenchConfig:
     """Head dimension."""
     repeats: int = 3
     """Timed repetitions (the best is kept)."""
-    device: str = "cuda" if torch.cuda.is_available() else "cpu"
-    """Where to run."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def _time(fn, repeats: int, device: str) -> tuple[float, float]:
@@ -123,6 +136,7 @@ def _bench_one(cfg: BenchConfig, T: int, dtype: torch.dtype) -> dict:
 
 def run_bench(cfg: BenchConfig) -> list[dict]:
     """Print and return one row per T: time ratios LUCID / SDPA (and peak memory on CUDA)."""
+    cfg = replace(cfg, device=resolve_device(cfg.device))
     cuda = cfg.device.startswith("cuda")
     seq_lens = cfg.seq_lens or ((1024, 2048, 4096, 8192, 16384) if cuda else (128, 256, 512, 1024))
     if min(seq_lens, default=0) < 1 or cfg.heads % cfg.kv_heads or cfg.repeats < 1:

@@ -24,7 +24,14 @@ from pathlib import Path
 
 import torch
 
-from icml26.lucid._results import as_smoke, claim_row, demo_command, summarise, write_results
+from icml26.lucid._results import (
+    as_smoke,
+    claim_row,
+    demo_command,
+    resolve_device,
+    summarise,
+    write_results,
+)
 from icml26.lucid.tasks import correlated_keys_probe
 from icml26.lucid.train import train_char_lm, train_mqar
 
@@ -77,6 +84,8 @@ class DemoConfig:
     rope_base: float | None = 10000.0
     """Rotary position embeddings (Llama's) in every model of the demo; None: learned absolute
     positions (with those, neither attention solved MQAR within the budget)."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def resolved(self) -> "DemoConfig":
         if not self.quick:
@@ -118,9 +127,12 @@ class DemoConfig:
 
 
 def experiment(cfg: DemoConfig) -> dict:
-    """Probe, MQAR and character LM for both attentions; the raw measurements, no verdict."""
+    """Probe, MQAR and character LM for both attentions on ``cfg.device`` (a resolved device, not
+    ``auto``); the raw measurements, no verdict."""
     torch.set_num_threads(1)
-    probe = correlated_keys_probe(list(cfg.probe_sizes), trials=cfg.probe_trials, seed=cfg.seed)
+    probe = correlated_keys_probe(
+        list(cfg.probe_sizes), trials=cfg.probe_trials, seed=cfg.seed, device=cfg.device
+    )
     mqar, devices = {}, set()
     for T, P in zip(cfg.mqar_seq_lens, cfg.mqar_pairs, strict=True):
         mqar[f"T={T} pairs={P}"] = {}
@@ -136,17 +148,25 @@ def experiment(cfg: DemoConfig) -> dict:
             }
     lm = {
         kind: [
-            train_char_lm(kind, cfg.lm_steps, cfg.seed + s, rope_base=cfg.rope_base, progress=True)
+            train_char_lm(
+                kind,
+                cfg.lm_steps,
+                cfg.seed + s,
+                rope_base=cfg.rope_base,
+                device=cfg.device,
+                progress=True,
+            )
             for s in range(cfg.lm_seeds)
         ]
         for kind in KINDS
     }
+    (device,) = devices  # every model trained on cfg.device
     return {
         "probe": {"cluster sizes": list(cfg.probe_sizes), "trials": cfg.probe_trials, **probe},
         "mqar": mqar,
         "mqar budget": cfg.mqar_steps,
         "char LM": lm,
-        "device": ",".join(sorted(devices)),
+        "device": device,
     }
 
 
@@ -163,6 +183,7 @@ def _train_mqar(cfg: DemoConfig, kind: str, seq_len: int, pairs: int, seed: int)
         threshold=cfg.mqar_threshold,
         batch=cfg.mqar_batch,
         rope_base=cfg.rope_base,
+        device=cfg.device,
         progress=True,
     )
 
@@ -241,7 +262,7 @@ def _mean_std(xs: list[float], fmt: str = ".0f") -> str:
 def run_demo(cfg: DemoConfig) -> dict:
     """Run the three experiments; write results.json and lucid.png; return the results."""
     cfg.validate()
-    asked, cfg = cfg, cfg.resolved()
+    asked, cfg = cfg, replace(cfg.resolved(), device=resolve_device(cfg.device))
     out = cfg.out or Path("runs") / "lucid" / datetime.now().strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

@@ -19,9 +19,17 @@ from icml26.kernels.lucid import lucid_attention_reference
 
 
 def mqar_batch(
-    batch: int, seq_len: int, pairs: int, vocab: int, generator: torch.Generator
+    batch: int,
+    seq_len: int,
+    pairs: int,
+    vocab: int,
+    generator: torch.Generator,
+    device: torch.device | str = "cpu",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(tokens (B, T), targets (B, T) with -100 where nothing is asked)."""
+    """(tokens (B, T), targets (B, T) with -100 where nothing is asked) on ``device``.
+
+    ``generator`` is a CPU generator: the batch is drawn on the CPU and then moved, so a seed
+    gives the same batch on every device."""
     half = (vocab - 1) // 2
     if pairs < 1 or 2 * pairs + pairs > seq_len or pairs > half:
         raise ValueError(
@@ -42,7 +50,7 @@ def mqar_batch(
         order = torch.randperm(pairs, generator=generator)
         tokens[b, pos] = keys[b, order]
         targets[b, pos] = values[b, order]
-    return tokens, targets
+    return tokens.to(device), targets.to(device)
 
 
 def correlated_keys_probe(
@@ -53,13 +61,15 @@ def correlated_keys_probe(
     clusters: int = 4,
     trials: int = 64,
     seed: int = 0,
+    device: torch.device | str = "cpu",
 ) -> dict[str, list[float]]:
     """Mean cosine between the attention output and the queried key's value, per cluster size.
 
     Each trial: ``clusters`` clusters of ``c`` keys (centre + ``noise`` x Gaussian, scaled to norm
     sqrt(d)) in random order, random values; the last token's query is its own key plus
     ``query_noise`` (with no query noise LUCID returns the value exactly, by the identity
-    ``out_t = v_t / sum_j L_tj``). Softmax at temperature 1 and 0.5 vs LUCID.
+    ``out_t = v_t / sum_j L_tj``). Softmax at temperature 1 and 0.5 vs LUCID. The problems are
+    drawn on the CPU (the same problems for a seed on every device) and solved on ``device``.
     """
     g = torch.Generator().manual_seed(seed)
     out: dict[str, list[float]] = {"softmax (T=1)": [], "softmax (T=0.5)": [], "LUCID": []}
@@ -75,6 +85,7 @@ def correlated_keys_probe(
             k = F.normalize(members[torch.randperm(n, generator=g)], dim=-1) * math.sqrt(d)
             v = torch.randn(n, d, generator=g, dtype=torch.float64)
             q = k + query_noise * math.sqrt(d) * torch.randn(n, d, generator=g, dtype=torch.float64)
+            q, k, v = q.to(device), k.to(device), v.to(device)
             target = v[-1]
             logits = q[-1] @ k.T / math.sqrt(d)  # (n,)
             for name, temp in (("softmax (T=1)", 1.0), ("softmax (T=0.5)", 0.5)):

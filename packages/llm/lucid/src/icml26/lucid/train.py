@@ -5,6 +5,7 @@ DistributedDataParallel and each rank draws its own batches (seed + rank).
 """
 
 import math
+import os
 from dataclasses import dataclass
 
 import torch
@@ -37,12 +38,23 @@ def _rank_world() -> tuple[int, int]:
     return 0, 1
 
 
-def _fresh_model(seed: int, lr: float, **shape) -> tuple[TinyLM, nn.Module, torch.optim.Optimizer]:
-    """A new ``TinyLM(TinyLMConfig(**shape))``, the module to call (DDP-wrapped under a process
-    group) and its AdamW."""
+def _fresh_model(
+    seed: int, lr: float, device: torch.device | str, **shape
+) -> tuple[TinyLM, nn.Module, torch.optim.Optimizer]:
+    """A new ``TinyLM(TinyLMConfig(**shape))`` on ``device``, the module to call (DDP-wrapped
+    under a process group) and its AdamW."""
     torch.manual_seed(seed)  # same initial weights on every rank (DDP broadcasts them anyway)
-    model = TinyLM(TinyLMConfig(**shape))
-    wrapped = nn.parallel.DistributedDataParallel(model) if _rank_world()[1] > 1 else model
+    device = torch.device(device)
+    distributed = _rank_world()[1] > 1
+    if distributed and device.type == "cuda" and device.index is None:
+        # under torchrun a bare "cuda" is this rank's own GPU, and "cuda" tensors made later
+        # (the batches) land there too once it is the current device
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    # initialised on the CPU and then moved: a seed gives the same initial weights everywhere
+    model = TinyLM(TinyLMConfig(**shape)).to(device)
+    ids = [device.index] if device.type == "cuda" else None
+    wrapped = nn.parallel.DistributedDataParallel(model, device_ids=ids) if distributed else model
     return model, wrapped, torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
 
 
@@ -62,13 +74,16 @@ def train_mqar(
     eval_every: int = 25,
     threshold: float = 0.99,
     rope_base: float | None = None,
+    device: torch.device | str = "cpu",
     progress: bool = False,
 ) -> MQARRun:
-    """Train a fresh ``TinyLM`` (attention ``kind``) on MQAR; stop once it is solved."""
+    """Train a fresh ``TinyLM`` (attention ``kind``) on MQAR on ``device``; stop once it is
+    solved."""
     rank, world = _rank_world()
     model, wrapped, opt = _fresh_model(
         seed,
         lr,
+        device,
         vocab_size=vocab,
         max_len=seq_len,
         dim=dim,
@@ -80,7 +95,7 @@ def train_mqar(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
     data_gen = torch.Generator().manual_seed(seed * 1000 + 1 + rank)
     eval_x, eval_y = mqar_batch(
-        256, seq_len, pairs, vocab, torch.Generator().manual_seed(10_000 + seed)
+        256, seq_len, pairs, vocab, torch.Generator().manual_seed(10_000 + seed), device
     )
     curve: list[tuple[int, float]] = []
     solved_at = None
@@ -90,7 +105,7 @@ def train_mqar(
         disable=not progress,
         leave=False,
     ):
-        x, y = mqar_batch(batch // world, seq_len, pairs, vocab, data_gen)
+        x, y = mqar_batch(batch // world, seq_len, pairs, vocab, data_gen, device)
         loss = F.cross_entropy(wrapped(x).flatten(0, 1), y.flatten(), ignore_index=-100)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -129,10 +144,11 @@ def train_char_lm(
     batch: int = 32,
     lr: float = 3e-3,
     rope_base: float | None = None,
+    device: torch.device | str = "cpu",
     progress: bool = False,
 ) -> dict[str, float]:
-    """Train a character LM on ``pydoc_data.topics`` (90% train / 10% held out); return the
-    held-out loss in nats per character, and the train loss at the end."""
+    """Train a character LM on ``pydoc_data.topics`` (90% train / 10% held out) on ``device``;
+    return the held-out loss in nats per character, and the train loss at the end."""
     rank, world = _rank_world()
     tokens = char_tokens(pydoc_text())
     split = int(0.9 * len(tokens))
@@ -140,6 +156,7 @@ def train_char_lm(
     model, wrapped, opt = _fresh_model(
         seed,
         lr,
+        device,
         vocab_size=128,
         max_len=seq_len,
         dim=dim,
@@ -154,8 +171,9 @@ def train_char_lm(
     g = torch.Generator().manual_seed(seed * 1000 + 7 + rank)
 
     def sample(source: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
+        # the text and the CPU generator stay on the host; only the drawn windows move
         starts = torch.randint(0, len(source) - seq_len - 1, (n,), generator=gen)
-        return torch.stack([source[s : s + seq_len + 1] for s in starts.tolist()])
+        return torch.stack([source[s : s + seq_len + 1] for s in starts.tolist()]).to(device)
 
     train_loss = math.nan
     for _ in tqdm(

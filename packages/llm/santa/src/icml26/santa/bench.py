@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from icml26.kernels.santa import santa_decode
+from icml26.santa._results import resolve_device
 
 
 @dataclass(frozen=True)
@@ -26,19 +27,26 @@ class BenchConfig:
     mode: str = "tile_fixed"
     repeats: int = 5
     threads: int = 1
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
-def _time(fn, repeats):
+def _time(fn, repeats, device):
+    cuda = device.startswith("cuda")
     fn()
+    if cuda:  # kernels launch asynchronously: time them to completion
+        torch.cuda.synchronize()
     t = time.perf_counter()
     for _ in range(repeats):
         fn()
+    if cuda:
+        torch.cuda.synchronize()
     return (time.perf_counter() - t) / repeats
 
 
 def run_bench(cfg: BenchConfig) -> list[dict]:
+    device = resolve_device(cfg.device)
     torch.set_num_threads(cfg.threads)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
     rows = []
     print(f"device {device}; mode {cfg.mode}; heads {cfg.heads}/{cfg.kv_heads}, d {cfg.head_dim}")
     print(
@@ -57,12 +65,14 @@ def run_bench(cfg: BenchConfig) -> list[dict]:
                 q[:, :, None], k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
             )
 
-        t_dense = _time(dense, cfg.repeats)
+        t_dense = _time(dense, cfg.repeats, device)
         for S in cfg.samples:
             res = santa_decode(q, k, v, S, cfg.mode)
             f = res.rows_read.double().mean().item() / N
             t_santa = _time(
-                lambda S=S, q=q, k=k, v=v: santa_decode(q, k, v, S, cfg.mode), cfg.repeats
+                lambda S=S, q=q, k=k, v=v: santa_decode(q, k, v, S, cfg.mode),
+                cfg.repeats,
+                device,
             )
             row = {
                 "N": N,

