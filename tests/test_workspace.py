@@ -255,3 +255,55 @@ def test_demo_takes_a_device_flag_defaulting_to_auto(m):
             )
             return
     pytest.fail(f"{demo}: no DemoConfig")
+
+
+import workflows  # noqa: E402
+
+
+def test_every_member_has_a_ci_workflow_and_the_committed_ones_are_generated():
+    want = workflows.expected()
+    for m in MEMBERS:
+        name = f"member-{m.name.removeprefix('icml26-')}.yml"
+        assert name in want and f"--package {m.name}" in want[name], f"{m.name}: no CI job"
+        # the member's own folder and every workspace member it depends on trigger its job
+        for dep in [m, *workflows.workspace_deps(m, BY_NAME)]:
+            assert f'"{dep.rel}/**"' in want[name], f"{name} misses {dep.rel}"
+    folder = ROOT / ".github" / "workflows"
+    have = {p.name: p.read_text() for p in folder.glob("*.yml")}
+    stale = sorted(n for n in want if have.get(n) != want[n]) + sorted(set(have) - set(want))
+    assert not stale, f"run `uv run tools/workflows.py`: {stale} differ from the generator"
+
+
+def test_release_dry_run_changes_nothing():
+    before = {p: p.read_text() for p in (BY_NAME["icml26-td"].path).glob("*.*") if p.is_file()}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "release.py"), "icml26-td", "9.0.0", "--dry-run"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "uv build --package icml26-td --sdist --wheel" in out.stdout
+    assert "twine check" in out.stdout and "git tag icml26-td-v9.0.0" in out.stdout
+    after = {p: p.read_text() for p in before}
+    assert before == after
+    bad = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "release.py"),
+            "icml26-kernels",
+            "9.0.0",
+            "--dry-run",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert bad.returncode == 1 and "widen it first" in bad.stderr
+
+
+@pytest.mark.parametrize("m", MEMBERS, ids=lambda m: m.name)
+def test_member_has_a_changelog_with_an_unreleased_section(m):
+    text = (m.path / "CHANGELOG.md").read_text()
+    assert "Keep a Changelog" in text and "## [Unreleased]" in text
+    assert f"## [{m.version}]" in text, f"{m.name}: CHANGELOG lacks its current {m.version}"
