@@ -1,18 +1,22 @@
 import json
 
+import pytest
+import torch
+
+from icml26.hist._results import demo_command
 from icml26.hist.cli import main
-from icml26.hist.demo import CLAIMS, verdict
+from icml26.hist.demo import CLAIMS, DemoConfig, verdict
 from icml26.testing import run_cli, validate_results
 
 
 def test_quick_demo_writes_valid_results(tmp_path):
-    out = run_cli("icml26.hist", ["demo", "--quick", "--out", str(tmp_path)])
+    out = run_cli("icml26.hist", ["demo", "--quick", "--device", "cpu", "--out", str(tmp_path)])
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-hist" and "verdict: smoke" in out.stdout
     assert results["quick"] is True and results["verdict"] == "smoke"
     assert [r["claim"] for r in results["claims"]] == list(CLAIMS.values())
     assert all(r["verdict"] == "smoke" for r in results["claims"])
-    assert results["config"]["command"] == "icml26-hist demo --quick"
+    assert results["config"]["command"] == "icml26-hist demo --quick --device cpu"
     assert results["device"] == "cpu"
     assert (tmp_path / "hist.png").stat().st_size > 10_000
     # the rows are verdict() of the numbers in the file (smoke only hides the verdicts)
@@ -29,6 +33,24 @@ def test_bad_demo_config_is_a_clear_error(tmp_path, capsys):
     assert main(["demo", "--quick", "--parts", "everything", "--out", str(tmp_path)]) == 2
     assert "parts must be" in capsys.readouterr().err
     assert not (tmp_path / "results.json").exists()
+
+
+def test_default_device_keeps_the_recorded_command():
+    assert DemoConfig().device == "auto"
+    assert demo_command("icml26-hist", DemoConfig()) == "icml26-hist demo"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_cuda_is_a_clear_error(tmp_path, capsys):
+    assert main(["demo", "--quick", "--device", "cuda", "--out", str(tmp_path)]) == 2
+    assert "--device cuda: no CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()
+    for sub in (["train", "--out", str(tmp_path)], ["bench"]):
+        assert main([*sub, "--device", "cuda"]) == 2
+        assert "--device cuda" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+    assert main(["demo", "--device", "gpu0", "--out", str(tmp_path)]) == 2
+    assert "--device must be" in capsys.readouterr().err
 
 
 def test_train_evaluate_predict(tmp_path, capsys):

@@ -1,4 +1,9 @@
-from icml26.asbm.demo import verdict
+import pytest
+import torch
+
+from icml26.asbm._results import demo_command
+from icml26.asbm.cli import main
+from icml26.asbm.demo import DemoConfig, verdict
 from icml26.testing import run_cli, validate_results
 
 
@@ -8,14 +13,14 @@ def test_help():
 
 
 def test_quick_demo_writes_valid_results(tmp_path):
-    out = run_cli("icml26.asbm", ["demo", "--quick", "--out", str(tmp_path)])
+    out = run_cli("icml26.asbm", ["demo", "--quick", "--device", "cpu", "--out", str(tmp_path)])
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-asbm"
     assert results["quick"] is True and results["verdict"] == "smoke"
     assert len(results["claims"]) == 2  # moons only: vs CFM, vs OT-CFM
     assert all(c["verdict"] == "smoke" for c in results["claims"])
     assert results["device"] == "cpu"
-    assert results["config"]["command"] == "icml26-asbm demo --quick"
+    assert results["config"]["command"] == "icml26-asbm demo --quick --device cpu"
     assert "verdict: smoke" in out.stdout
     assert (tmp_path / "quality_vs_steps.png").stat().st_size > 10_000
     assert (tmp_path / "samples_moons.png").stat().st_size > 5_000
@@ -74,3 +79,17 @@ def test_demo_needs_the_one_step_point(tmp_path):
     )
     assert out.returncode == 2 and "must include 1" in out.stderr
     assert not (tmp_path / "results.json").exists()
+
+
+def test_default_device_keeps_the_recorded_command():
+    assert DemoConfig().device == "auto"
+    assert demo_command("icml26-asbm", DemoConfig()) == "icml26-asbm demo"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_cuda_is_a_clear_error(tmp_path, capsys):
+    for args in (["demo", "--out", str(tmp_path)], ["train", "--out", str(tmp_path)]):
+        assert main([*args, "--device", "cuda"]) == 2
+        err = capsys.readouterr().err
+        assert "--device cuda" in err and "no CUDA device" in err
+    assert not any(tmp_path.iterdir())

@@ -1,4 +1,9 @@
-from icml26.streamflow.demo import CLAIMS
+import pytest
+import torch
+
+from icml26.streamflow._results import demo_command
+from icml26.streamflow.cli import main
+from icml26.streamflow.demo import CLAIMS, DemoConfig
 from icml26.testing import run_cli, validate_results
 
 
@@ -8,13 +13,15 @@ def test_help():
 
 
 def test_quick_demo_writes_valid_results(tmp_path):
-    out = run_cli("icml26.streamflow", ["demo", "--quick", "--out", str(tmp_path)])
+    out = run_cli(
+        "icml26.streamflow", ["demo", "--quick", "--device", "cpu", "--out", str(tmp_path)]
+    )
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-streamflow" and "verdict: smoke" in out.stdout
     assert results["quick"] is True and results["verdict"] == "smoke"
     assert [r["claim"] for r in results["claims"]] == list(CLAIMS.values())
     assert all(r["verdict"] == "smoke" for r in results["claims"])
-    assert results["config"]["command"] == "icml26-streamflow demo --quick"
+    assert results["config"]["command"] == "icml26-streamflow demo --quick --device cpu"
     assert results["device"] == "cpu"
     # the stream reproduces the sequential images even in a smoke run
     assert results["metrics"]["method"]["max |stream - sequential|"] <= 1e-5
@@ -34,3 +41,17 @@ def test_bad_demo_argument(tmp_path):
         "icml26.streamflow", ["demo", "--num-steps", "0", "--out", str(tmp_path)], check=False
     )
     assert out.returncode == 2 and "num_steps" in out.stderr
+
+
+def test_default_device_keeps_the_recorded_command():
+    assert DemoConfig().device == "auto"
+    assert demo_command("icml26-streamflow", DemoConfig()) == "icml26-streamflow demo"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_cuda_is_a_clear_error(tmp_path, capsys):
+    for args in (["demo", "--out", str(tmp_path)], ["bench"]):
+        assert main([*args, "--device", "cuda"]) == 2
+        err = capsys.readouterr().err
+        assert "--device cuda" in err and "no CUDA device" in err
+    assert not any(tmp_path.iterdir())

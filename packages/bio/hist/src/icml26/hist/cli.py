@@ -14,6 +14,7 @@ from pathlib import Path
 
 import tyro
 
+from icml26.hist._results import resolve_device
 from icml26.hist.demo import DemoConfig, run_demo
 
 MODEL_NAMES = ("hist", "hist-no-tokens", "knn", "mlp")
@@ -31,8 +32,9 @@ class BenchConfig:
     """Canvas sides of the fixed-spots sweep (spots[0] spots)."""
     dim: int = 64
     """Model width."""
-    device: str = "cpu"
-    """cpu or cuda (on CUDA try --spots 100000 300000 600000 --side 1024)."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N (on CUDA try --spots 100000 300000 600000
+    --side 1024)."""
     max_dense_sites: int = 300_000
     """Skip the dense grid beyond this many canvas cells."""
     max_full_spots: int = 20_000
@@ -71,6 +73,8 @@ class TrainCLI:
     """obsm key of the per-spot features in .h5ad input."""
     hexagonal: bool = False
     """The .h5ad slides sit on a hexagonal (Visium) grid."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,8 @@ class EvaluateCLI:
     """obsm key of the per-spot features in .h5ad input."""
     hexagonal: bool = False
     """The .h5ad slides sit on a hexagonal (Visium) grid."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,8 @@ class PredictCLI:
     """obsm key of the per-spot features in .h5ad input."""
     hexagonal: bool = False
     """The .h5ad slides sit on a hexagonal (Visium) grid."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def load_slides(data, features_key="features", hexagonal=False, held_out=False):
@@ -164,6 +172,7 @@ def run_bench(cfg: BenchConfig) -> None:
 
     from icml26.hist import cost
 
+    device = resolve_device(cfg.device)
     torch.set_num_threads(cfg.threads)
     for title, points in (
         (f"fixed area {cfg.side}x{cfg.side}", [(n, cfg.side) for n in cfg.spots]),
@@ -172,19 +181,19 @@ def run_bench(cfg: BenchConfig) -> None:
         rows = cost.sweep(
             points,
             dim=cfg.dim,
-            device=cfg.device,
+            device=device,
             max_dense_sites=cfg.max_dense_sites,
             max_full_spots=cfg.max_full_spots,
             progress=lambda r: print(
                 f"  measured {r['spots']} spots on {r['side']}^2", file=sys.stderr
             ),
         )
-        print(f"{title}: forward + backward, seconds / peak MB (device {cfg.device})")
+        print(f"{title}: forward + backward, seconds / peak MB (device {device})")
         print(cost.format_rows(rows))
     if cfg.tissue:
-        print(f"HiST inference on synthetic hexagonal tissue (device {cfg.device})")
+        print(f"HiST inference on synthetic hexagonal tissue (device {device})")
         print(f"{'spots':>8} {'canvas':>12} {'seconds':>9} {'peak MB':>9}")
-        for r in cost.tissue_sweep(list(cfg.tissue), cfg.dim, cfg.device):
+        for r in cost.tissue_sweep(list(cfg.tissue), cfg.dim, device):
             mb = "n/a" if r["peak_mb"] is None else f"{r['peak_mb']:.0f}"
             canvas = "x".join(map(str, r["canvas"]))
             print(f"{r['spots']:>8} {canvas:>12} {r['seconds']:>9.2f} {mb:>9}")
@@ -195,20 +204,26 @@ def run_train(cfg: TrainCLI) -> None:
 
     import torch.distributed as dist
 
+    device = resolve_device(cfg.device)
     # under torchrun: one process per rank, DDP over slides (gloo on CPU, NCCL on GPU)
     launched = int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized()
     if launched:
-        import torch
+        if device.startswith("cuda") and device != "cuda":
+            raise ValueError(f"--device {device}: under torchrun each rank takes its own GPU")
+        if device == "cuda":
+            import torch
 
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+            torch.cuda.set_device(device)  # NCCL works on the rank's current device
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
     try:
-        _train(cfg)
+        _train(cfg, device)
     finally:
         if launched:
             dist.destroy_process_group()
 
 
-def _train(cfg: TrainCLI) -> None:
+def _train(cfg: TrainCLI, device: str) -> None:
     from icml26.hist.train import TrainConfig, train
 
     slides = load_slides(cfg.data, cfg.features_key, cfg.hexagonal)
@@ -216,30 +231,30 @@ def _train(cfg: TrainCLI) -> None:
         raise ValueError("training needs counts on every slide")
     model = build_model(
         cfg.model, slides[0].features.shape[1], slides[0].counts.shape[1], cfg.dim, cfg.stages
-    )
+    ).to(device)
     tc = TrainConfig(
         steps=cfg.steps, lr=cfg.lr, seed=cfg.seed, checkpoint_every=cfg.checkpoint_every
     )
     res = train(model, slides, tc, out_dir=cfg.out, resume=cfg.resume)
     print(
         f"trained {cfg.model} for {res.steps} steps; last loss {res.losses[-1]:.4f}; "
-        f"checkpoints in {cfg.out}"
+        f"checkpoints in {cfg.out} (device {device})"
     )
 
 
-def _load_checkpoint(path: Path):
+def _load_checkpoint(path: Path, device: str):
     from icml26.hist.model import SpotModel
 
     latest = path / "latest.json"
     if latest.is_file():  # a train folder: use its latest step
         path = path / json.loads(latest.read_text())["folder"]
-    return SpotModel.from_pretrained(path)
+    return SpotModel.from_pretrained(path, device=device)
 
 
 def run_evaluate(cfg: EvaluateCLI) -> None:
     from icml26.hist.train import evaluate
 
-    model = _load_checkpoint(cfg.checkpoint)
+    model = _load_checkpoint(cfg.checkpoint, resolve_device(cfg.device))
     res = evaluate(model, load_slides(cfg.data, cfg.features_key, cfg.hexagonal, held_out=True))
     print(json.dumps(res, indent=2))
 
@@ -248,7 +263,7 @@ def run_predict(cfg: PredictCLI) -> None:
     from icml26.hist.io import atomic_write
     from icml26.hist.train import predict_anndata
 
-    model = _load_checkpoint(cfg.checkpoint)
+    model = _load_checkpoint(cfg.checkpoint, resolve_device(cfg.device))
     for slide in load_slides(cfg.data, cfg.features_key, cfg.hexagonal, held_out=True):
         adata = predict_anndata(model, slide)
         path = atomic_write(cfg.out / f"{slide.name}.h5ad", adata.write_h5ad, suffix=".h5ad")

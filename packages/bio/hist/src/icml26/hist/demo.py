@@ -43,7 +43,14 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.hist import cost
-from icml26.hist._results import as_smoke, claim_row, demo_command, summarise, write_results
+from icml26.hist._results import (
+    as_smoke,
+    claim_row,
+    demo_command,
+    resolve_device,
+    summarise,
+    write_results,
+)
 from icml26.hist.baselines import BaselineConfig, KNNAttention, SpotMLP
 from icml26.hist.data import load_her2st_subset
 from icml26.hist.model import HiST, HiSTConfig
@@ -95,8 +102,8 @@ class DemoConfig:
     """Skip the dense grid beyond this many canvas cells (memory and time on a laptop)."""
     max_full_spots: int = 4000
     """Skip full attention beyond this many spots."""
-    device: str = "cpu"
-    """cpu or cuda."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def resolved(self) -> DemoConfig:
         if not self.quick:
@@ -126,10 +133,7 @@ class DemoConfig:
             raise ValueError("need >= 1 train and test slide and >= 16 spots per slide")
         if not 1 <= self.her2st_folds <= 5:
             raise ValueError(f"her2st_folds must be in 1..5, got {self.her2st_folds}")
-        if self.device not in ("cpu", "cuda") or (
-            self.device == "cuda" and not torch.cuda.is_available()
-        ):
-            raise ValueError(f"device must be cpu or an available cuda, got {self.device}")
+        resolve_device(self.device)  # a malformed or unavailable device fails here, before work
         if min(self.cost_sides) ** 2 < self.cost_spots[0]:
             raise ValueError("cost_sides[0]**2 must hold cost_spots[0] spots")
 
@@ -261,7 +265,8 @@ def experiment(cfg: DemoConfig) -> dict:
     """Run the selected parts; return the raw measurements (no verdict, no files)."""
     cfg = cfg.resolved()
     cfg.validate()
-    results: dict = {"device": str(torch.empty(0, device=cfg.device).device)}
+    cfg = replace(cfg, device=resolve_device(cfg.device))  # every part runs on this one device
+    results: dict = {"device": cfg.device}
     if "synthetic" in cfg.parts:
         results["synthetic"] = run_synthetic(cfg)
     if "her2st" in cfg.parts:

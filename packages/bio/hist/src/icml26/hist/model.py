@@ -114,8 +114,11 @@ class SpotModel(nn.Module):
         return path
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike) -> "SpotModel":
-        """Load a model saved by :meth:`save_pretrained` (any registered architecture)."""
+    def from_pretrained(
+        cls, path: str | os.PathLike, device: str | torch.device = "cpu"
+    ) -> "SpotModel":
+        """Load a model saved by :meth:`save_pretrained` (any registered architecture) onto
+        ``device``."""
         from safetensors.torch import load_file
 
         path = Path(path)
@@ -137,7 +140,7 @@ class SpotModel(nn.Module):
             model.load_state_dict(load_file(weights))
         except RuntimeError as e:
             raise ValueError(f"{weights} does not match its config: {e}") from None
-        return model
+        return model.to(device)
 
 
 @dataclass(frozen=True)
@@ -313,9 +316,11 @@ class DenseGridHiST(HiST):
         m = 2 ** (self.levels - 1)
         shape = ((coords.max(0).values + m) // m) * m  # rows, cols rounded up to the dyadic grid
         rr, cc = torch.meshgrid(
-            torch.arange(int(shape[0])), torch.arange(int(shape[1])), indexing="ij"
+            torch.arange(int(shape[0]), device=coords.device),
+            torch.arange(int(shape[1]), device=coords.device),
+            indexing="ij",
         )
-        grid = torch.stack([rr.flatten(), cc.flatten()], 1).to(coords.device)
+        grid = torch.stack([rr.flatten(), cc.flatten()], 1)
         keep = coords[:, 0] * int(shape[1]) + coords[:, 1]
         canvas = x.new_zeros(len(grid), x.shape[1])
         canvas[keep] = x

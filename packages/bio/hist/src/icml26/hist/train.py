@@ -93,7 +93,10 @@ def augment_coords(coords: np.ndarray, rng: np.random.Generator, cfg: TrainConfi
 
 
 def slide_tensors(slide: Slide, device="cpu"):
-    """(features (N, F) float32, coords (N, 2) int64, log1p targets (N, G) or None)."""
+    """(features (N, F) float32, coords (N, 2) int64, log1p targets (N, G) or None) on ``device``.
+
+    Slides hold NumPy arrays (loading, synthesis and augmentation stay on the host); this is where
+    they meet the model's device."""
     feats = torch.as_tensor(slide.features, device=device)
     coords = torch.as_tensor(slide.coords, device=device)
     target = (

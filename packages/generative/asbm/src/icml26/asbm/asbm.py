@@ -38,7 +38,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from icml26.asbm.nets import MLP, TinyUNet
-from icml26.asbm.sde import GaussianEnergy, LinearSDE, sde_from_config
+from icml26.asbm.sde import GaussianEnergy, LinearSDE, randn, sde_from_config
 
 
 def _check_data(data: torch.Tensor, shape=None, min_n: int = 2, name: str = "data") -> torch.Tensor:
@@ -61,6 +61,12 @@ def _bcast(c: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return c.view(-1, *([1] * (x.dim() - 1)))
 
 
+def module_device(module: nn.Module) -> torch.device:
+    """Where a module's parameters live (CPU for a module without any)."""
+    p = next(module.parameters(), None)
+    return p.device if p is not None else torch.device("cpu")
+
+
 class ReplayBuffer:
     """(x0, x1) endpoint pairs of simulated trajectories, replaced wholesale on refresh."""
 
@@ -74,7 +80,8 @@ class ReplayBuffer:
         return 0 if self.x0 is None else len(self.x0)
 
     def sample(self, batch: int, gen: torch.Generator):
-        idx = torch.randint(0, len(self), (batch,), generator=gen)
+        # Indices come from the (CPU) training generator, so CPU runs draw what they always drew.
+        idx = torch.randint(0, len(self), (batch,), generator=gen).to(self.x0.device)
         return self.x0[idx], self.x1[idx]
 
 
@@ -158,19 +165,31 @@ class ASBM:
         nn.init.zeros_(last.bias)
         self.log = TrainLog([], [], [], [])
 
+    @property
+    def device(self) -> torch.device:
+        """The device of the networks (that of ``u_net``); data and samples are put there."""
+        return module_device(self.u_net)
+
+    def to(self, device: str | torch.device) -> "ASBM":
+        """Move all four networks to ``device``; returns self."""
+        for name in ("u_net", "h_net", "bridge_net", "generator"):
+            getattr(self, name).to(device)
+        return self
+
     # --- stage 1 ---------------------------------------------------------------------------
     @torch.no_grad()
     def simulate_forward(
         self, x0: torch.Tensor, gen: torch.Generator | None = None, steps: int | None = None
     ) -> torch.Tensor:
-        """Euler-Maruyama of ``dX = [f + g^2 u] dt + g dW`` from x0 (B, ...) to t = 1."""
+        """Euler-Maruyama of ``dX = [f + g^2 u] dt + g dW`` from x0 (B, ...) to t = 1, on x0's
+        device."""
         steps = steps or self.sim_steps
         x, dt = x0.clone(), 1.0 / steps
         for k in range(steps):
-            t = torch.full((len(x),), k * dt)
+            t = torch.full((len(x),), k * dt, device=x.device)
             g = _bcast(self.sde.g(t), x)
             drift = self.sde.f(t, x) + g**2 * self.u_net(t, x)
-            x = x + drift * dt + g * dt**0.5 * torch.randn(x.shape, generator=gen)
+            x = x + drift * dt + g * dt**0.5 * randn(x.shape, gen, x.device)
         return x
 
     def fit_forward(
@@ -186,8 +205,12 @@ class ASBM:
         seed: int = 0,
         progress: bool = True,
     ) -> "ASBM":
-        """Stage 1: alternate adjoint matching (u) and corrector matching (h) for ``rounds``."""
-        data = _check_data(data, self.shape)
+        """Stage 1: alternate adjoint matching (u) and corrector matching (h) for ``rounds``.
+
+        Runs on the networks' device (``data`` is moved there); the draws come from a seeded CPU
+        generator, so a seed gives the same batches on every device.
+        """
+        data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1000 * _rank())
         u, h = _ddp(self.u_net), _ddp(self.h_net)
         opt_u = torch.optim.Adam(u.parameters(), lr=lr)
@@ -196,7 +219,7 @@ class ASBM:
 
         def refresh():
             idx = torch.randint(0, len(data), (buffer_size,), generator=gen)
-            x0 = data[idx]
+            x0 = data[idx.to(data.device)]
             buffer.fill(x0, self.simulate_forward(x0, gen))
 
         total = rounds * (adjoint_steps + corrector_steps)
@@ -206,7 +229,7 @@ class ASBM:
                 if k % resimulate_every == 0:
                     refresh()
                 x0, x1 = buffer.sample(batch_size, gen)
-                t = torch.rand(batch_size, generator=gen)
+                t = torch.rand(batch_size, generator=gen).to(x0.device)
                 loss = adjoint_matching_loss(u, self.h_net, self.sde, self.energy, x0, x1, t)
                 opt_u.zero_grad()
                 loss.backward()
@@ -238,18 +261,19 @@ class ASBM:
         seed: int = 0,
         progress: bool = True,
     ) -> "ASBM":
-        """Stage 2: bridge matching on (x0, x1) pairs from the learned forward SDE."""
-        data = _check_data(data, self.shape)
+        """Stage 2: bridge matching on (x0, x1) pairs from the learned forward SDE, on the
+        networks' device."""
+        data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1 + 1000 * _rank())
         net = _ddp(self.bridge_net)
         opt = torch.optim.Adam(net.parameters(), lr=lr)
         buffer = ReplayBuffer()
         for k in tqdm(range(steps), desc="ASBM stage 2", disable=not progress or _rank() != 0):
             if k % resimulate_every == 0:
-                idx = torch.randint(0, len(data), (buffer_size,), generator=gen)
+                idx = torch.randint(0, len(data), (buffer_size,), generator=gen).to(data.device)
                 buffer.fill(data[idx], self.simulate_forward(data[idx], gen))
             x0, x1 = buffer.sample(batch_size, gen)
-            t = torch.rand(batch_size, generator=gen)
+            t = torch.rand(batch_size, generator=gen).to(x0.device)
             loss = bridge_matching_loss(net, self.sde, x0, x1, t)
             opt.zero_grad()
             loss.backward()
@@ -275,7 +299,8 @@ class ASBM:
         """Generate from ``x1 ~ nu`` (or the given x1) back to t = 0 in ``steps`` network calls.
 
         ``method="ode"`` is deterministic given x1; ``"sde"`` samples the reference bridge
-        between the predicted x0 and the current state at every step (ancestral).
+        between the predicted x0 and the current state at every step (ancestral). Runs on x1's
+        device, or on the networks' when x1 is drawn here.
         """
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
@@ -284,21 +309,21 @@ class ASBM:
         if x1 is None:
             if n is None or n < 1:
                 raise ValueError("give n >= 1 or x1")
-            x1 = self.energy.sample(n, self.shape, generator)
+            x1 = self.energy.sample(n, self.shape, generator, self.device)
         x = _check_data(x1, self.shape, min_n=1, name="x1")
-        ts = torch.linspace(1.0, 0.0, steps + 1)
+        ts = torch.linspace(1.0, 0.0, steps + 1)  # host-side grid: only read back as floats
         traj = [x]
         for k in range(steps):
             t, s = ts[k].item(), ts[k + 1].item()
-            tt = torch.full((len(x),), t)
+            tt = torch.full((len(x),), t, device=x.device)
             x0_hat, x1_hat = self.predict(tt, x)
             if k == 0:
                 x1_hat = x  # at t = 1 the state is x1 itself
             if s <= 0.0:
                 x = x0_hat
             elif method == "ode":
-                A_t, B_t, v_t = self.sde.bridge_coefficients(torch.tensor(t))
-                A_s, B_s, v_s = self.sde.bridge_coefficients(torch.tensor(s))
+                A_t, B_t, v_t = self.sde.bridge_coefficients(torch.tensor(t, device=x.device))
+                A_s, B_s, v_s = self.sde.bridge_coefficients(torch.tensor(s, device=x.device))
                 resid = torch.zeros_like(x) if k == 0 else x - A_t * x0_hat - B_t * x1_hat
                 x = A_s * x0_hat + B_s * x1_hat + (v_s / v_t).sqrt() * resid
             else:
@@ -309,12 +334,12 @@ class ASBM:
     def _bridge_step(self, x0, xt, s: float, t: float, gen) -> torch.Tensor:
         # Reference bridge on [0, t] pinned at x0 and xt, evaluated at s < t.
         sde = self.sde
-        s_, t_, z = torch.tensor(s), torch.tensor(t), torch.tensor(0.0)
+        s_, t_, z = (torch.tensor(c, device=xt.device) for c in (s, t, 0.0))
         v0s, vst = sde.v(z, s_), sde.v(s_, t_)
         a0s, ast = sde.a(z, s_), sde.a(s_, t_)
         w = 1.0 / (1.0 / v0s + ast**2 / vst)
         mean = w * (a0s * x0 / v0s + ast * xt / vst)
-        return mean + w.sqrt() * torch.randn(xt.shape, generator=gen)
+        return mean + w.sqrt() * randn(xt.shape, gen, xt.device)
 
     # --- distillation -----------------------------------------------------------------------
     def distill(
@@ -327,14 +352,15 @@ class ASBM:
         seed: int = 0,
         progress: bool = True,
     ) -> "ASBM":
-        """Regress a one-step generator ``G(x1)`` onto the ODE's endpoints from ``x1``."""
+        """Regress a one-step generator ``G(x1)`` onto the ODE's endpoints from ``x1``, on the
+        networks' device."""
         gen = torch.Generator().manual_seed(seed + 2)
-        x1 = self.energy.sample(n_pairs, self.shape, gen)
+        x1 = self.energy.sample(n_pairs, self.shape, gen, self.device)
         x0 = torch.cat([self.sample(x1=c, steps=teacher_steps) for c in x1.split(2048)])
         net = _ddp(self.generator)
         opt = torch.optim.Adam(net.parameters(), lr=lr)
         for _ in tqdm(range(steps), desc="distill", disable=not progress or _rank() != 0):
-            idx = torch.randint(0, n_pairs, (batch_size,), generator=gen)
+            idx = torch.randint(0, n_pairs, (batch_size,), generator=gen).to(x1.device)
             loss = (net(None, x1[idx]) - x0[idx]).pow(2).flatten(1).sum(1).mean()
             opt.zero_grad()
             loss.backward()
@@ -344,7 +370,8 @@ class ASBM:
 
     @torch.no_grad()
     def sample_distilled(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        return self.generator(None, self.energy.sample(n, self.shape, generator))
+        x1 = self.energy.sample(n, self.shape, generator, module_device(self.generator))
+        return self.generator(None, x1)
 
     # --- checkpoints ------------------------------------------------------------------------
     def save_pretrained(self, directory: str | os.PathLike) -> None:
@@ -375,8 +402,11 @@ class ASBM:
         os.replace(tmp, directory / "config.json")
 
     @classmethod
-    def from_pretrained(cls, directory: str | os.PathLike, **nets) -> "ASBM":
-        """Load a checkpoint; built-in nets are rebuilt from the config, custom ones passed in."""
+    def from_pretrained(
+        cls, directory: str | os.PathLike, device: str | torch.device = "cpu", **nets
+    ) -> "ASBM":
+        """Load a checkpoint onto ``device``; built-in nets are rebuilt from the config, custom
+        ones passed in."""
         directory = Path(directory)
         try:
             config = json.loads((directory / "config.json").read_text())
@@ -404,7 +434,7 @@ class ASBM:
             prefix = f"{name}."
             state = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
             getattr(model, name).load_state_dict(state)
-        return model
+        return model.to(device)
 
 
 def build_net(spec: dict) -> nn.Module:

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 import tyro
 
+from icml26.asbm._results import resolve_device
 from icml26.asbm.asbm import ASBM
 from icml26.asbm.data import TOYS, digits
 from icml26.asbm.demo import DemoConfig, run_demo
@@ -38,13 +39,16 @@ class TrainConfig:
     sim_steps: int = 30
     """Euler-Maruyama steps of the forward SDE."""
     seed: int = 0
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def run_train(cfg: TrainConfig) -> None:
+    device = resolve_device(cfg.device)
     if cfg.data == "digits":
-        data = digits()[0]
+        data = digits(device)[0]
     elif cfg.data in TOYS:
-        data = TOYS[cfg.data](8000, seed=cfg.seed)
+        data = TOYS[cfg.data](8000, seed=cfg.seed, device=device)
     else:
         raise ValueError(f"data must be one of {[*TOYS, 'digits']}, got {cfg.data!r}")
     if cfg.reference not in ("brownian", "vp"):
@@ -54,12 +58,15 @@ def run_train(cfg: TrainConfig) -> None:
     hidden = 512 if data.dim() > 2 else 256
     model = ASBM(
         tuple(data.shape[1:]), sde, GaussianEnergy(1.0), sim_steps=cfg.sim_steps, hidden=hidden
-    )
+    ).to(device)
     model.fit_forward(data, cfg.rounds, cfg.adjoint_steps, cfg.corrector_steps, seed=cfg.seed)
     model.fit_backward(data, cfg.bridge_steps, seed=cfg.seed)
     model.save_pretrained(cfg.out)
     x = model.sample(min(len(data), 1000), 4)
-    print(f"saved {cfg.out}; 4-step MMD to the training data: {mmd(x, data[: len(x)]):.4f}")
+    print(
+        f"saved {cfg.out}; 4-step MMD to the training data on {model.device}: "
+        f"{mmd(x, data[: len(x)]):.4f}"
+    )
 
 
 @dataclass(frozen=True)
@@ -73,14 +80,17 @@ class EvaluateConfig:
     steps: tuple[int, ...] = (1, 4, 32)
     n: int = 1000
     seed: int = 0
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def run_evaluate(cfg: EvaluateConfig) -> dict:
-    model = ASBM.from_pretrained(cfg.checkpoint)
+    device = resolve_device(cfg.device)
+    model = ASBM.from_pretrained(cfg.checkpoint, device=device)
     if cfg.data == "digits":
-        data = digits()[0]
+        data = digits(device)[0]
     elif cfg.data in TOYS:
-        data = TOYS[cfg.data](cfg.n, seed=cfg.seed + 1)
+        data = TOYS[cfg.data](cfg.n, seed=cfg.seed + 1, device=device)
     else:
         raise ValueError(f"data must be one of {[*TOYS, 'digits']}, got {cfg.data!r}")
     if tuple(data.shape[1:]) != model.shape:

@@ -1,4 +1,8 @@
-"""Offline data: 2-D toys, 8x8 digits (scikit-learn), 25x25 faces (scikit-image's LFW subset)."""
+"""Offline data: 2-D toys, 8x8 digits (scikit-learn), 25x25 faces (scikit-image's LFW subset).
+
+Every set is made on the CPU (so a seed gives the same points everywhere) and returned on
+``device``.
+"""
 
 import math
 
@@ -11,43 +15,45 @@ def _standardise(x: np.ndarray) -> torch.Tensor:
     return (x - x.mean(0)) / x.std(0).mean()
 
 
-def moons(n: int, noise: float = 0.05, seed: int = 0) -> torch.Tensor:
+def moons(
+    n: int, noise: float = 0.05, seed: int = 0, device: str | torch.device = "cpu"
+) -> torch.Tensor:
     from sklearn.datasets import make_moons
 
-    return _standardise(make_moons(n, noise=noise, random_state=seed)[0])
+    return _standardise(make_moons(n, noise=noise, random_state=seed)[0]).to(device)
 
 
-def eight_gaussians(n: int, seed: int = 0) -> torch.Tensor:
+def eight_gaussians(n: int, seed: int = 0, device: str | torch.device = "cpu") -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     k = torch.randint(0, 8, (n,), generator=g)
     centres = torch.stack([torch.cos(k * math.pi / 4), torch.sin(k * math.pi / 4)], 1) * 2.0
-    return (centres + 0.1 * torch.randn(n, 2, generator=g)) / 1.5
+    return ((centres + 0.1 * torch.randn(n, 2, generator=g)) / 1.5).to(device)
 
 
-def checkerboard(n: int, seed: int = 0) -> torch.Tensor:
+def checkerboard(n: int, seed: int = 0, device: str | torch.device = "cpu") -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     x1 = torch.rand(n, generator=g) * 4 - 2
     x2 = torch.rand(n, generator=g) - torch.randint(0, 2, (n,), generator=g) * 2.0
     x2 = x2 + (torch.floor(x1) % 2)
-    return torch.stack([x1, x2], 1) / 1.2
+    return (torch.stack([x1, x2], 1) / 1.2).to(device)
 
 
 TOYS = {"moons": moons, "8gaussians": eight_gaussians, "checkerboard": checkerboard}
 
 
-def digits() -> tuple[torch.Tensor, torch.Tensor]:
+def digits(device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """1797 images (N, 1, 8, 8) scaled to [-1, 1], and labels."""
     from sklearn.datasets import load_digits
 
     d = load_digits()
     x = torch.tensor(d.data, dtype=torch.float32).view(-1, 1, 8, 8) / 8.0 - 1.0
-    return x, torch.tensor(d.target)
+    return x.to(device), torch.tensor(d.target, device=device)
 
 
-def faces() -> torch.Tensor:
+def faces(device: str | torch.device = "cpu") -> torch.Tensor:
     """scikit-image's 200 LFW faces, cropped to (N, 1, 24, 24) and scaled to [-1, 1]."""
     from skimage.data import lfw_subset
 
     x = torch.tensor(np.asarray(lfw_subset()), dtype=torch.float32)[:, :24, :24]
     x = (x - x.min()) / (x.max() - x.min())
-    return (x * 2 - 1).unsqueeze(1)
+    return (x * 2 - 1).unsqueeze(1).to(device)

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import torch
 
-from icml26.asbm._results import as_smoke, claim_row, demo_command, summarise, write_results
+from icml26.asbm._results import (
+    as_smoke,
+    claim_row,
+    demo_command,
+    resolve_device,
+    summarise,
+    write_results,
+)
 from icml26.asbm.asbm import ASBM
 from icml26.asbm.baselines import FlowMatching
 from icml26.asbm.data import TOYS, digits
@@ -56,6 +63,8 @@ class DemoConfig:
     """Samples per evaluation (2-D); digits use the held-out set's size."""
     digits: bool = True
     """Also run the 64-D digits comparison."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     @property
     def budget(self) -> int:
@@ -91,13 +100,15 @@ def _evaluate(sample, test, steps, feature_net=None) -> dict:
 
 
 def _problem(name, train, test, cfg, hidden, feature_net=None) -> tuple[dict, dict]:
-    """Train ASBM and both baselines on one data set; (measurements, sample grids)."""
+    """Train ASBM and both baselines on one data set, on the device of ``train``; (measurements,
+    sample grids). Sampling draws from a seeded CPU generator, moved to that device."""
     shape = tuple(train.shape[1:])
     energy = GaussianEnergy(cfg.prior_scale)
     g = torch.Generator().manual_seed(cfg.seed + 7)
     n = len(test)
     torch.manual_seed(cfg.seed)
     model = ASBM(shape, BrownianSDE(cfg.sigma), energy, sim_steps=cfg.sim_steps, hidden=hidden)
+    model.to(train.device)
     model.fit_forward(train, cfg.rounds, cfg.adjoint_steps, cfg.corrector_steps, seed=cfg.seed)
     x1 = model.simulate_forward(test)
     model.fit_backward(train, cfg.bridge_steps, seed=cfg.seed)
@@ -131,9 +142,8 @@ def _problem(name, train, test, cfg, hidden, feature_net=None) -> tuple[dict, di
     }
     for coupling, label in (("independent", "CFM"), ("ot", "OT-CFM")):
         torch.manual_seed(cfg.seed)
-        fm = FlowMatching(shape, energy, coupling, hidden=hidden).fit(
-            train, cfg.budget, seed=cfg.seed
-        )
+        fm = FlowMatching(shape, energy, coupling, hidden=hidden).to(train.device)
+        fm.fit(train, cfg.budget, seed=cfg.seed)
         results[label] = _evaluate(
             lambda s, fm=fm: fm.sample(n, s, generator=g, return_trajectory=True),
             test,
@@ -170,17 +180,22 @@ def experiment(cfg: DemoConfig) -> dict:
     Fréchet proxy on digits); ``samples[name]`` the 64-sample grids the plots show.
     """
     _check(cfg)
+    device = resolve_device(cfg.device)
     cfg = cfg.resolved()
     torch.manual_seed(cfg.seed)
     problems, samples = {}, {}
     toy = TOYS[cfg.toy]
     problems[cfg.toy], samples[cfg.toy] = _problem(
-        cfg.toy, toy(8000, seed=cfg.seed), toy(cfg.n_eval, seed=cfg.seed + 1), cfg, cfg.hidden_2d
+        cfg.toy,
+        toy(8000, seed=cfg.seed, device=device),
+        toy(cfg.n_eval, seed=cfg.seed + 1, device=device),
+        cfg,
+        cfg.hidden_2d,
     )
     if cfg.digits:
         x, y = digits()
         perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(cfg.seed))
-        x, y = x[perm], y[perm]
+        x, y = x[perm].to(device), y[perm].to(device)
         train, test = x[:1300], x[1300:]
         fnet = train_feature_net(train, y[:1300], seed=cfg.seed)
         problems["digits"], samples["digits"] = _problem(

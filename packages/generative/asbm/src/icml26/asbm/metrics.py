@@ -20,8 +20,9 @@ def mmd(x: torch.Tensor, y: torch.Tensor, bandwidths=(0.1, 0.2, 0.5, 1.0, 2.0, 5
         return sum(torch.exp(-(d**2) / (2 * (b * med) ** 2)) for b in bandwidths)
 
     n, m = len(x), len(y)
-    kxx = (k(dxx).sum() - k(torch.zeros(())) * n) / (n * (n - 1))
-    kyy = (k(dyy).sum() - k(torch.zeros(())) * m) / (m * (m - 1))
+    zero = torch.zeros((), device=x.device)
+    kxx = (k(dxx).sum() - k(zero) * n) / (n * (n - 1))
+    kyy = (k(dyy).sum() - k(zero) * m) / (m * (m - 1))
     return (kxx + kyy - 2 * k(dxy).mean()).item()
 
 
@@ -29,9 +30,12 @@ def sliced_w2(x: torch.Tensor, y: torch.Tensor, projections: int = 256, seed: in
     """Sliced Wasserstein-2 over random directions (equal sample sizes are subsampled)."""
     x, y = x.flatten(1).double(), y.flatten(1).double()
     n = min(len(x), len(y))
+    # Subsets and directions come from a seeded CPU generator: the same on every device.
     g = torch.Generator().manual_seed(seed)
-    x, y = x[torch.randperm(len(x), generator=g)[:n]], y[torch.randperm(len(y), generator=g)[:n]]
-    dirs = torch.randn(x.shape[1], projections, generator=g, dtype=torch.float64)
+    px = torch.randperm(len(x), generator=g)[:n].to(x.device)
+    py = torch.randperm(len(y), generator=g)[:n].to(y.device)
+    x, y = x[px], y[py]
+    dirs = torch.randn(x.shape[1], projections, generator=g, dtype=torch.float64).to(x.device)
     dirs = dirs / dirs.norm(dim=0, keepdim=True)
     px, py = (x @ dirs).sort(0).values, (y @ dirs).sort(0).values
     return (px - py).pow(2).mean().sqrt().item()
@@ -62,11 +66,13 @@ class FeatureNet(nn.Module):
 def train_feature_net(
     x: torch.Tensor, y: torch.Tensor, epochs: int = 30, seed: int = 0
 ) -> FeatureNet:
+    """Train the proxy's classifier on x's device."""
     torch.manual_seed(seed)
-    net = FeatureNet(x[0].numel(), int(y.max()) + 1)
+    net = FeatureNet(x[0].numel(), int(y.max()) + 1).to(x.device)
+    y = y.to(x.device)
     opt = torch.optim.Adam(net.parameters(), lr=2e-3)
     for _ in range(epochs):
-        for idx in torch.randperm(len(x)).split(128):
+        for idx in torch.randperm(len(x)).to(x.device).split(128):
             loss = nn.functional.cross_entropy(net(x[idx]), y[idx])
             opt.zero_grad()
             loss.backward()

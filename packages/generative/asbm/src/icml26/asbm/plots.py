@@ -62,7 +62,7 @@ def plot_samples(grids: dict, path: Path) -> None:
             1, len(names), figsize=(3 * len(names), 3), sharex=True, sharey=True
         )
         for ax, n in zip(axes, names, strict=True):
-            pts = grids[n].detach()
+            pts = grids[n].detach().cpu()
             ax.scatter(pts[:, 0], pts[:, 1], s=4)
             ax.set_title(n, fontsize=9)
             ax.set_aspect("equal")
@@ -70,7 +70,7 @@ def plot_samples(grids: dict, path: Path) -> None:
         return
     fig, axes = plt.subplots(1, len(names), figsize=(2.6 * len(names), 2.8))
     for ax, n in zip(axes, names, strict=True):
-        imgs = grids[n][:36].detach().clamp(-1, 1)
+        imgs = grids[n][:36].detach().cpu().clamp(-1, 1)
         k = int(math.sqrt(len(imgs)))
         h, w = imgs.shape[-2:]
         tile = imgs[: k * k].view(k, k, h, w).permute(0, 2, 1, 3).reshape(k * h, k * w)

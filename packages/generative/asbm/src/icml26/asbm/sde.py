@@ -65,7 +65,7 @@ class LinearSDE(ABC):
 
     def grad_log_transition(self, x1: torch.Tensor, x0: torch.Tensor) -> torch.Tensor:
         """``grad_{x1} log p_{1|0}(x1 | x0) = -(x1 - a(0,1) x0) / v(0,1)``."""
-        zero, one = torch.zeros(()), torch.ones(())
+        zero, one = x1.new_zeros(()), x1.new_ones(())
         return -(x1 - self.a(zero, one) * x0) / self.v(zero, one)
 
     @abstractmethod
@@ -160,5 +160,23 @@ class GaussianEnergy:
     def grad(self, x: torch.Tensor) -> torch.Tensor:
         return x / self.scale**2
 
-    def sample(self, n: int, shape, generator: torch.Generator | None = None) -> torch.Tensor:
-        return self.scale * torch.randn(n, *shape, generator=generator)
+    def sample(
+        self,
+        n: int,
+        shape,
+        generator: torch.Generator | None = None,
+        device: str | torch.device | None = None,
+    ) -> torch.Tensor:
+        """n draws of shape ``shape`` on ``device`` (default: the generator's, else CPU)."""
+        return self.scale * randn((n, *shape), generator, device)
+
+
+def randn(shape, generator: torch.Generator | None, device=None) -> torch.Tensor:
+    """Standard normals drawn on the generator's device (CPU without one), then moved to ``device``.
+
+    A seeded CPU generator thus gives the same numbers on every device, and CPU runs draw exactly
+    what they drew before any device was involved.
+    """
+    where = generator.device if generator is not None else torch.device("cpu")
+    z = torch.randn(shape, generator=generator, device=where)
+    return z if device is None else z.to(device)

@@ -7,8 +7,14 @@ from dataclasses import dataclass
 
 import torch
 
+from icml26.streamflow._results import resolve_device
 from icml26.streamflow.model import unet
-from icml26.streamflow.pipeline import DiffusersDenoiser, StreamPipeline, sequential_sample
+from icml26.streamflow.pipeline import (
+    DiffusersDenoiser,
+    StreamPipeline,
+    model_device,
+    sequential_sample,
+)
 
 
 @dataclass(frozen=True)
@@ -26,40 +32,48 @@ class BenchConfig:
     """Also time backend='compile' (torch.compile; slow to compile on CPU)."""
     threads: int = 1
     seed: int = 0
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
-def _timed(fn):
+def _timed(fn, device: torch.device):
+    # CUDA kernels run asynchronously: wait for them on both sides of the clock.
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda *_: None
+    sync(device)
     t = time.perf_counter()
     out = fn()
+    sync(device)
     return out, time.perf_counter() - t
 
 
 def measure(model, shape, N: int, M: int, compile_too: bool, seed: int = 0) -> dict:
-    """One size: seconds per image and first-image latency for (a)-(d); max |d - a|."""
+    """One size: seconds per image and first-image latency for (a)-(d); max |d - a|. Runs on
+    the model's device; the noise is drawn from a seeded CPU generator and moved there."""
     f = DiffusersDenoiser(model)
-    noise = torch.randn(M, *shape, generator=torch.Generator().manual_seed(seed))
+    device = model_device(f)
+    noise = torch.randn(M, *shape, generator=torch.Generator().manual_seed(seed)).to(device)
     rows = {}
     seq, t = _timed(
-        lambda: torch.cat([sequential_sample(f, noise[i : i + 1], N) for i in range(M)])
+        lambda: torch.cat([sequential_sample(f, noise[i : i + 1], N) for i in range(M)]), device
     )
     rows["(a) sequential loop"] = {"images/s": M / t, "latency s": t / M, "calls": M * N}
-    _, t = _timed(lambda: torch.cat([sequential_sample(f, c, N) for c in noise.split(N)]))
+    _, t = _timed(lambda: torch.cat([sequential_sample(f, c, N) for c in noise.split(N)]), device)
     rows[f"(b) batch of N={N}"] = {
         "images/s": M / t,
         "latency s": t * min(N, M) / M,
         "calls": -(-M // N) * N,
     }
-    _, t = _timed(lambda: sequential_sample(f, noise, N))
+    _, t = _timed(lambda: sequential_sample(f, noise, N), device)
     rows[f"(c) batch of M={M}"] = {"images/s": M / t, "latency s": t, "calls": N}
     backends = ["eager"] + (["compile"] if compile_too else [])
     max_err = 0.0
     for backend in backends:
         pipe = StreamPipeline(f, shape, N, backend=backend)
         pipe.warmup()
-        first, t_first = _timed(lambda pipe=pipe: [pipe.push(noise[i]) for i in range(N)])
+        first, t_first = _timed(lambda pipe=pipe: [pipe.push(noise[i]) for i in range(N)], device)
         pipe = StreamPipeline(f, shape, N, backend=backend)
         pipe.warmup()
-        out, t = _timed(lambda pipe=pipe: pipe.generate(noise))
+        out, t = _timed(lambda pipe=pipe: pipe.generate(noise), device)
         max_err = max(max_err, (out - seq).abs().max().item())
         rows[f"(d) stream, {backend}"] = {
             "images/s": M / t,
@@ -74,11 +88,12 @@ def measure(model, shape, N: int, M: int, compile_too: bool, seed: int = 0) -> d
 
 
 def run_bench(cfg: BenchConfig) -> dict:
+    device = resolve_device(cfg.device)
     torch.set_num_threads(cfg.threads)
     results = {}
     for size in cfg.sizes:
         res = measure(
-            unet(size, cfg.sample_size, seed=cfg.seed),
+            unet(size, cfg.sample_size, seed=cfg.seed, device=device),
             (1, cfg.sample_size, cfg.sample_size),
             cfg.num_steps,
             cfg.images,
@@ -88,7 +103,7 @@ def run_bench(cfg: BenchConfig) -> dict:
         results[size] = res
         print(
             f"\nUNet {size}, {cfg.sample_size}x{cfg.sample_size}, N={cfg.num_steps}, "
-            f"M={cfg.images}, {cfg.threads} thread(s); "
+            f"M={cfg.images}, {device}, {cfg.threads} thread(s); "
             f"max |stream - sequential| = {res['max |stream - sequential|']:.1e}"
         )
         print(f"{'method':<24}{'images/s':>10}{'latency s':>11}{'calls':>7}{'speedup':>9}")

@@ -14,13 +14,21 @@ run, ratios within it):
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 import torch
 
-from icml26.streamflow._results import as_smoke, claim_row, demo_command, summarise, write_results
+from icml26.streamflow._results import (
+    as_smoke,
+    claim_row,
+    demo_command,
+    resolve_device,
+    summarise,
+    write_results,
+)
 from icml26.streamflow.bench import measure
 from icml26.streamflow.model import digits_images, train_flow_matching, unet
 from icml26.streamflow.pipeline import DiffusersDenoiser, StreamPipeline, sequential_sample
@@ -52,6 +60,8 @@ class DemoConfig:
     """Also measure backend='compile' (torch.compile; compiling takes a while on CPU)."""
     threads: int = 1
     """torch threads: 1 on a shared CPU, ratios from one run."""
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def resolved(self) -> "DemoConfig":
         return replace(self, train_steps=100, images=12, sizes=("tiny",)) if self.quick else self
@@ -71,7 +81,7 @@ def _timing_tables(model, cfg: DemoConfig) -> dict:
     }
     for size in cfg.sizes:
         tables[f"random UNet {size} 16x16"] = measure(
-            unet(size, 16, seed=cfg.seed),
+            unet(size, 16, seed=cfg.seed, device=next(model.parameters()).device),
             (1, 16, 16),
             cfg.num_steps,
             cfg.images,
@@ -81,21 +91,37 @@ def _timing_tables(model, cfg: DemoConfig) -> dict:
     return tables
 
 
+@contextmanager
+def _plain_fp32():
+    """No TF32 in CUDA convolutions and matmuls (the flags do nothing on a CPU): the stream and
+    the loop run different batch sizes, so different kernels, and TF32's rounding would swamp
+    the agreement the exactness rule checks."""
+    flags = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = flags
+
+
 def experiment(cfg: DemoConfig) -> dict:
     """Train the digits model, sample it every way, time every method; the raw measurements."""
     cfg.validate()
     cfg = cfg.resolved()
-    model = unet("tiny", 8, seed=cfg.seed)
-    losses = train_flow_matching(model, digits_images(), cfg.train_steps, seed=cfg.seed)
+    device = resolve_device(cfg.device)
+    model = unet("tiny", 8, seed=cfg.seed, device=device)
+    losses = train_flow_matching(model, digits_images(device), cfg.train_steps, seed=cfg.seed)
     threads = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)  # timings only: the shared CPU is noisy
     try:
         f = DiffusersDenoiser(model)
         noise = torch.randn(36, 1, 8, 8, generator=torch.Generator().manual_seed(cfg.seed + 1))
-        seq = torch.cat(
-            [sequential_sample(f, noise[i : i + 1], cfg.num_steps) for i in range(len(noise))]
-        )
-        stream = StreamPipeline(f, (1, 8, 8), cfg.num_steps).generate(noise)
+        noise = noise.to(device)
+        with _plain_fp32():
+            seq = torch.cat(
+                [sequential_sample(f, noise[i : i + 1], cfg.num_steps) for i in range(len(noise))]
+            )
+            stream = StreamPipeline(f, (1, 8, 8), cfg.num_steps).generate(noise)
         tables = _timing_tables(model, cfg)
     finally:
         torch.set_num_threads(threads)

@@ -12,27 +12,39 @@ SIZES = {
 }
 
 
-def unet(size: str = "tiny", sample_size: int = 8, channels: int = 1, seed: int = 0) -> UNet2DModel:
-    """A diffusers UNet2DModel for (channels, sample_size, sample_size) latents."""
+def unet(
+    size: str = "tiny",
+    sample_size: int = 8,
+    channels: int = 1,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+) -> UNet2DModel:
+    """A diffusers UNet2DModel for (channels, sample_size, sample_size) latents, on ``device``
+    (initialised on the CPU, so a seed gives the same weights everywhere)."""
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
     torch.manual_seed(seed)
-    return UNet2DModel(
-        sample_size=sample_size,
-        in_channels=channels,
-        out_channels=channels,
-        down_block_types=("DownBlock2D", "DownBlock2D"),
-        up_block_types=("UpBlock2D", "UpBlock2D"),
-        norm_num_groups=8,
-        **SIZES[size],
-    ).eval()
+    return (
+        UNet2DModel(
+            sample_size=sample_size,
+            in_channels=channels,
+            out_channels=channels,
+            down_block_types=("DownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "UpBlock2D"),
+            norm_num_groups=8,
+            **SIZES[size],
+        )
+        .to(device)
+        .eval()
+    )
 
 
-def digits_images() -> torch.Tensor:
-    """scikit-learn's 1797 8x8 digits as (N, 1, 8, 8) in [-1, 1]."""
+def digits_images(device: str | torch.device = "cpu") -> torch.Tensor:
+    """scikit-learn's 1797 8x8 digits as (N, 1, 8, 8) in [-1, 1], on ``device``."""
     from sklearn.datasets import load_digits
 
-    return torch.tensor(load_digits().data, dtype=torch.float32).view(-1, 1, 8, 8) / 8.0 - 1.0
+    x = torch.tensor(load_digits().data, dtype=torch.float32).view(-1, 1, 8, 8) / 8.0 - 1.0
+    return x.to(device)
 
 
 def train_flow_matching(
@@ -45,15 +57,21 @@ def train_flow_matching(
     progress: bool = True,
 ) -> list[float]:
     """Rectified-flow training in diffusers' convention: ``x_s = (1 - s) x0 + s noise``, target
-    ``noise - x0``, time input ``1000 s``."""
+    ``noise - x0``, time input ``1000 s``.
+
+    Runs on the model's device (batches are moved there). Indices, noise and times come from a
+    seeded CPU generator, so a seed draws the same batches on every device.
+    """
+    device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
     losses = []
     for _ in tqdm(range(steps), desc="flow matching", disable=not progress):
-        x0 = data[torch.randint(0, len(data), (batch_size,), generator=g)]
-        noise = torch.randn(x0.shape, generator=g)
-        s = torch.rand(batch_size, generator=g)
+        idx = torch.randint(0, len(data), (batch_size,), generator=g)
+        x0 = data[idx.to(data.device)].to(device)
+        noise = torch.randn(x0.shape, generator=g).to(device)
+        s = torch.rand(batch_size, generator=g).to(device)
         xs = (1 - s.view(-1, 1, 1, 1)) * x0 + s.view(-1, 1, 1, 1) * noise
         v = model(xs, 1000 * s, return_dict=False)[0]
         loss = (v - (noise - x0)).pow(2).mean()

@@ -59,6 +59,8 @@ class StreamPipeline:
         guidance_scale: classifier-free guidance weight (needs conditions and ``uncond``, the
             unconditional embedding shaped like one condition); None: no guidance.
         backend: ``"eager"``, ``"compile"`` (torch.compile of the fused step) or ``"cudagraph"``.
+        device: where the ring buffer lives; None: the model's device (its first parameter's, for
+            an ``nn.Module``), else the CPU.
         decode: optional function applied to every emitted latent (a VAE decoder).
     """
 
@@ -69,7 +71,7 @@ class StreamPipeline:
         num_steps: int,
         guidance_scale: float | None = None,
         backend: Literal["eager", "compile", "cudagraph"] = "eager",
-        device: str | torch.device = "cpu",
+        device: str | torch.device | None = None,
         dtype: torch.dtype = torch.float32,
         uncond: torch.Tensor | None = None,
         decode: Callable | None = None,
@@ -77,6 +79,8 @@ class StreamPipeline:
     ):
         if backend not in ("eager", "compile", "cudagraph"):
             raise ValueError(f"backend must be eager, compile or cudagraph, got {backend!r}")
+        if device is None:
+            device = model_device(model)
         if backend == "cudagraph" and torch.device(device).type != "cuda":
             raise ValueError("backend='cudagraph' needs a CUDA device")
         if guidance_scale is not None and uncond is None:
@@ -88,6 +92,8 @@ class StreamPipeline:
             )
         self.model, self.N = model, num_steps
         self.shape, self.device, self.dtype = tuple(latent_shape), torch.device(device), dtype
+        if uncond is not None:
+            uncond = uncond.to(self.device)
         self.guidance_scale, self.uncond, self.decode = guidance_scale, uncond, decode
         self.latents = torch.zeros(self.N, *self.shape, device=device, dtype=dtype)
         self.stage = torch.full((self.N,), -1, dtype=torch.long, device=device)
@@ -187,14 +193,21 @@ class StreamPipeline:
                 self._step(latents, stage, self.cond)
 
 
+def model_device(model) -> torch.device:
+    """The device of a denoiser: its first parameter's for an ``nn.Module``, else the CPU."""
+    p = next(model.parameters(), None) if isinstance(model, nn.Module) else None
+    return p.device if p is not None else torch.device("cpu")
+
+
 def sequential_sample(
     model: Denoiser, noise: torch.Tensor, num_steps: int, condition: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """The naive diffusers-style loop (the baseline): ``scheduler.step`` per step."""
+    """The naive diffusers-style loop (the baseline): ``scheduler.step`` per step, on the noise's
+    device."""
     from diffusers import FlowMatchEulerDiscreteScheduler
 
     sched = FlowMatchEulerDiscreteScheduler()
-    sched.set_timesteps(num_steps)
+    sched.set_timesteps(num_steps, device=noise.device)
     x = noise
     with torch.no_grad():
         for t in sched.timesteps:

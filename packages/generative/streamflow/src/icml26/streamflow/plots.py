@@ -18,9 +18,9 @@ def _tile(x):
 
 def plot_demo(seq, stream, tables: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4), gridspec_kw={"width_ratios": [1, 1, 2]})
-    axes[0].imshow(_tile(seq).numpy(), cmap="gray", vmin=-1, vmax=1)
+    axes[0].imshow(_tile(seq).cpu().numpy(), cmap="gray", vmin=-1, vmax=1)
     axes[0].set_title("sequential loop")
-    axes[1].imshow(_tile(stream).numpy(), cmap="gray", vmin=-1, vmax=1)
+    axes[1].imshow(_tile(stream).cpu().numpy(), cmap="gray", vmin=-1, vmax=1)
     axes[1].set_title("stream pipeline (same noise)")
     for ax in axes[:2]:
         ax.axis("off")
