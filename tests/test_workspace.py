@@ -307,3 +307,65 @@ def test_member_has_a_changelog_with_an_unreleased_section(m):
     text = (m.path / "CHANGELOG.md").read_text()
     assert "Keep a Changelog" in text and "## [Unreleased]" in text
     assert f"## [{m.version}]" in text, f"{m.name}: CHANGELOG lacks its current {m.version}"
+
+
+def test_a_project_outside_depends_on_one_package_by_range_and_one_by_path(tmp_path):
+    """What the README shows: a user's uv project depending on a built icml26-td by version
+    range (from a folder of wheels standing in for the index) and on icml26-cdnv by path."""
+    dist = tmp_path / "dist"
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
+    }
+    subprocess.run(
+        [UV, "build", "--package", "icml26-td", "--wheel", "--out-dir", str(dist), "-q"],
+        cwd=ROOT,
+        check=True,
+        env=env,
+    )
+    project = tmp_path / "user-project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        f"""[project]
+name = "user-project"
+version = "0.0.0"
+requires-python = ">=3.11"
+dependencies = ["icml26-td>=0.1,<0.2", "icml26-cdnv"]
+
+[tool.uv.sources]
+icml26-td = {{ index = "built" }}
+icml26-cdnv = {{ path = "{BY_NAME["icml26-cdnv"].path.as_posix()}" }}
+
+[[tool.uv.index]]
+name = "built"
+url = "{dist.as_posix()}"
+format = "flat"
+explicit = true
+"""
+    )
+    lock = subprocess.run([UV, "lock", "-q"], cwd=project, env=env, capture_output=True, text=True)
+    assert lock.returncode == 0, lock.stderr
+    code = (
+        "import icml26.td, icml26.cdnv, importlib.metadata as md; "
+        "print(md.version('icml26-td'), icml26.td.__file__, icml26.cdnv.__file__)"
+    )
+    run = subprocess.run(
+        [UV, "run", "-q", "--locked", "python", "-c", code],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    version, td_file, cdnv_file = run.stdout.split()
+    assert version == BY_NAME["icml26-td"].version
+    assert str(project) in td_file  # installed into the project's own environment
+    assert str(project) in cdnv_file or str(BY_NAME["icml26-cdnv"].path) in cdnv_file
+
+
+def test_no_member_hard_codes_its_version_in_code():
+    for m in MEMBERS:
+        for py in (m.path / "src").rglob("*.py"):
+            assert not re.search(r'^__version__ = "', py.read_text(), re.M), (
+                f"{py}: read the version from the metadata (package_version), the pyproject "
+                "is the one place it is kept"
+            )

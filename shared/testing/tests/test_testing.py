@@ -469,3 +469,18 @@ def test_resolve_device_reads_the_flag_and_refuses_what_is_not_here():
     else:
         with pytest.raises(ValueError, match="only"):
             resolve_device(f"cuda:{torch.cuda.device_count()}")
+
+
+def test_package_version_reads_metadata_then_the_source_tree(tmp_path):
+    from icml26.testing import package_version
+
+    assert package_version("pytest") == pytest.__version__
+    tree = tmp_path / "pkg"
+    (tree / "src" / "icml26" / "x").mkdir(parents=True)
+    (tree / "pyproject.toml").write_text(
+        '[project]\nname = "icml26-not-installed"\nversion = "3.1.4"\n'
+    )
+    module = tree / "src" / "icml26" / "x" / "__init__.py"
+    assert package_version("icml26-not-installed", str(module)) == "3.1.4"
+    assert package_version("icml26-not-installed") == "0+unknown"
+    assert package_version("icml26-other-name", str(module)) == "0+unknown"

@@ -23,7 +23,23 @@ from icml26.kernels.dispatch import (
     triton_available,
 )
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    # the version lives in pyproject.toml only: installed metadata, or the source tree's file
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
+
+    try:
+        return importlib.metadata.version("icml26-kernels")
+    except importlib.metadata.PackageNotFoundError:
+        pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+        if pyproject.is_file():
+            return tomllib.loads(pyproject.read_text())["project"]["version"]
+        return "0+unknown"
+
+
+__version__ = _version()
 
 __all__ = [
     "MODES",

@@ -35,7 +35,6 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +46,7 @@ from icml26.hist._results import (
     as_smoke,
     claim_row,
     demo_command,
+    package_version,
     resolve_device,
     summarise,
     write_results,
@@ -373,7 +373,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     config = {k: (str(x) if isinstance(x, Path) else x) for k, x in asdict(run_cfg).items()}
     results = {
         "package": PACKAGE,
-        "version": version(PACKAGE),
+        "version": package_version(PACKAGE, __file__),
         "experiment": "sparse hierarchical ST prediction: synthetic cohort, HER2ST LOSO, cost",
         "claim": "HiST's slide calibration tokens and sparse dyadic U-Net beat local and per-spot "
         "models, at a cost that grows with the number of spots, not the slide's area",

@@ -11,6 +11,7 @@ ODE and SDE samplers; one-step distillation; independent and minibatch-OT condit
 matching baselines; MMD, sliced W2, straightness and a classifier-feature Fréchet proxy.
 """
 
+from icml26.asbm._results import package_version
 from icml26.asbm.asbm import (
     ASBM,
     ReplayBuffer,
@@ -23,7 +24,8 @@ from icml26.asbm.metrics import frechet_distance, mmd, sliced_w2, straightness
 from icml26.asbm.nets import MLP, TinyUNet
 from icml26.asbm.sde import VPSDE, BrownianSDE, GaussianEnergy
 
-__version__ = "0.1.0"
+# The version lives in pyproject.toml only (installed metadata, or the source tree's file).
+__version__ = package_version("icml26-asbm", __file__)
 
 __all__ = [
     "ASBM",

@@ -13,11 +13,13 @@ diffusers UNets and transformer denoisers), the sequential baseline, and a digit
 here. Not implemented: PeRFlow's piecewise windows (their Alg. 1 window lookup).
 """
 
+from icml26.streamflow._results import package_version
 from icml26.streamflow.model import digits_images, train_flow_matching, unet
 from icml26.streamflow.pipeline import DiffusersDenoiser, StreamPipeline, sequential_sample
 from icml26.streamflow.scheduler import BatchedFlowScheduler
 
-__version__ = "0.1.0"
+# The version lives in pyproject.toml only (installed metadata, or the source tree's file).
+__version__ = package_version("icml26-streamflow", __file__)
 
 __all__ = [
     "BatchedFlowScheduler",

@@ -52,6 +52,26 @@ CLAIM_FIELDS = ("claim", "verdict", "evidence")
 DEVICE_PATTERN = re.compile(r"(cpu|cuda|mps|xpu|hpu|npu|xla|meta)(:\d+)?")
 
 
+def package_version(distribution: str, module_file: str | None = None) -> str:
+    """The version of ``distribution``: from its installed metadata, else (a source tree run
+    through PYTHONPATH, as tools/gpu_check.sh does) from the pyproject.toml above
+    ``module_file``, else ``"0+unknown"``. The pyproject is the one place a version is kept."""
+    import importlib.metadata
+    import tomllib
+
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for folder in Path(module_file).resolve().parents if module_file else ():
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            project = tomllib.loads(pyproject.read_text()).get("project", {})
+            if project.get("name") == distribution and "version" in project:
+                return str(project["version"])
+    return "0+unknown"
+
+
 def resolve_device(spec: str = "auto") -> str:
     """The torch device string a ``--device`` flag names; ``auto`` is CUDA when present, else CPU.
 

@@ -25,7 +25,6 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from importlib.metadata import version
 from pathlib import Path
 
 import torch
@@ -35,6 +34,7 @@ from icml26.entquant._results import (
     as_smoke,
     claim_row,
     demo_command,
+    package_version,
     resolve_device,
     summarise,
     write_results,
@@ -379,7 +379,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     first = per_model[cfg.models[0]]["rows"]
     results = {
         "package": PACKAGE,
-        "version": version(PACKAGE),
+        "version": package_version(PACKAGE, __file__),
         "experiment": f"rate-distortion of EntQuant ({cfg.qtype}) vs RTN/NF4/HQQ on "
         + ", ".join(cfg.models),
         "claim": "EntQuant matches data-dependent methods below 4 bits per parameter and "

@@ -19,7 +19,6 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from importlib.metadata import version
 from pathlib import Path
 
 import torch
@@ -28,6 +27,7 @@ from icml26.lucid._results import (
     as_smoke,
     claim_row,
     demo_command,
+    package_version,
     resolve_device,
     summarise,
     write_results,
@@ -272,7 +272,7 @@ def run_demo(cfg: DemoConfig) -> dict:
         claims, summary = as_smoke(claims)
     results = {
         "package": PACKAGE,
-        "version": version(PACKAGE),
+        "version": package_version(PACKAGE, __file__),
         "experiment": "correlated-keys probe; MQAR steps-to-solve "
         f"({cfg.mqar_seeds} seeds, budget {cfg.mqar_steps}); "
         f"pydoc character LM ({cfg.lm_steps} steps)",

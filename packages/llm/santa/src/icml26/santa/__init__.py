@@ -9,10 +9,12 @@ decode, ``generate()`` unchanged) and measures it on SmolLM2-135M-Instruct.
 """
 
 from icml26.kernels.santa import SantaOutput, santa_decode, santa_decode_reference
+from icml26.santa._results import package_version
 from icml26.santa.attention import SantaState, disable_santa, enable_santa, santa_attention_forward
 from icml26.santa.model import load_smollm2, python_docs_text, tiny_llama
 
-__version__ = "0.1.0"
+# The version lives in pyproject.toml only (installed metadata, or the source tree's file).
+__version__ = package_version("icml26-santa", __file__)
 
 __all__ = [
     "SantaOutput",

@@ -24,7 +24,6 @@ import json
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from importlib.metadata import version
 from pathlib import Path
 
 import torch
@@ -34,6 +33,7 @@ from icml26.rerooter._results import (
     as_smoke,
     claim_row,
     demo_command,
+    package_version,
     resolve_device,
     summarise,
     write_results,
@@ -271,7 +271,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     config = json.loads(json.dumps(asdict(run_cfg), default=str))
     results = {
         "package": PACKAGE,
-        "version": version(PACKAGE),
+        "version": package_version(PACKAGE, __file__),
         "experiment": f"Boxoban unfiltered: (a) search only on {raw['n_test']} test levels at "
         f"{run_cfg.search_budget} expansions; (b) bootstrap on {raw['n_train']} training levels "
         f"({run_cfg.iterations} iterations from budget {run_cfg.initial_budget}), "

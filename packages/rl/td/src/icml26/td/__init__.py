@@ -14,6 +14,7 @@ Reconstructed (the paper's constants were not available to us; see the README): 
 constants (taken from Bhandari et al., 2018).
 """
 
+from icml26.td._results import package_version
 from icml26.td.critic import fit_critic
 from icml26.td.gym_problems import gymnasium_mrp
 from icml26.td.problems import (
@@ -33,7 +34,8 @@ from icml26.td.schedules import (
 )
 from icml26.td.td import td0, td0_sweep
 
-__version__ = "0.1.0"
+# The version lives in pyproject.toml only (installed metadata, or the source tree's file).
+__version__ = package_version("icml26-td", __file__)
 
 __all__ = [
     "ConstantStepSize",

@@ -11,6 +11,7 @@ cosines between labelings; a training monitor; SimCLR / VICReg / Barlow Twins tr
 offline images and a synthetic multitask generator for the demo.
 """
 
+from icml26.cdnv._results import package_version
 from icml26.cdnv.axes import decision_axis_cosines
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error, pairwise_bound
 from icml26.cdnv.callback import CDNVMonitor
@@ -27,7 +28,8 @@ from icml26.cdnv.ssl import (
 )
 from icml26.cdnv.stats import ClassStats, StreamingClassStats, class_stats
 
-__version__ = "0.1.0"
+# The version lives in pyproject.toml only (installed metadata, or the source tree's file).
+__version__ = package_version("icml26-cdnv", __file__)
 
 __all__ = [
     "CDNVMonitor",
