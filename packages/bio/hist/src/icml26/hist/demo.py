@@ -23,8 +23,8 @@ does not reproduce a claim of improvement).
   5. accuracy on real slides: untestable here (the paper's cohorts and foundation-model
      features); (b) is reported in the row's evidence, not judged.
 Rows 1-2 split the ordering HiST > no-token HiST > MLP, which with row 4 was fixed before any
-run; the noise band and row 3 were added after the README's numbers were measured. A part left
-out with ``--parts`` makes its rows "untestable here".
+run; the noise band and row 3 were defined after a full run had measured the synthetic numbers
+the README reports. A part left out with ``--parts`` makes its rows "untestable here".
 
 Deviation from the paper's recipe, for a CPU budget: width 64 (paper 512), learning rate 1e-3
 (paper 1e-4) for a few hundred steps instead of many epochs.

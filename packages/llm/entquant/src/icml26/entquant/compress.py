@@ -73,6 +73,8 @@ def run_compress(cfg: CompressConfig) -> dict:
     device = resolve_device(cfg.device)
     dist = torch.distributed
     ranks = int(os.environ.get("WORLD_SIZE", "1"))
+    if device.startswith("cuda:") and ranks > 1:
+        raise ValueError(f"--device {device}: under torchrun each rank takes its own GPU")
     if device == "cuda" and ranks > 1:  # torchrun: one GPU per rank
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
         torch.cuda.set_device(device)

@@ -98,7 +98,8 @@ class DemoConfig:
         return replace(
             self,
             lambdas=(0.0, 14.5),
-            baselines=("RTN-3",),  # HQQ and NF4 cost ~10 s of imports and set-up each
+            # HQQ and NF4 cost ~10 s of imports and set-up each: RTN-3 alone unless asked for
+            baselines=("RTN-3",) if self.baselines == tuple(BASELINES) else self.baselines,
             max_iter=30,
             gpt_steps=10,
             gpt_dim=64,

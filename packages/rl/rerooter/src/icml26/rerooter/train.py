@@ -77,6 +77,8 @@ class EvaluateConfig:
 def _maybe_init_distributed(device: str) -> tuple[bool, str]:
     """Join the torchrun process group if there is one; (started here, this rank's device)."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        if device.startswith("cuda:"):
+            raise ValueError(f"--device {device}: under torchrun each rank takes its own GPU")
         if device == "cuda":  # one GPU per local rank
             device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
         if device.startswith("cuda"):

@@ -34,7 +34,7 @@ class BenchConfig:
     n_states: int = 30
     n_features: int = 8
     threads: int = 1
-    """torch threads (1: the machine is shared and noisy)."""
+    """torch threads (1: timings on a shared machine are noisy)."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N (the vectorised run; the loop is NumPy)"""
 

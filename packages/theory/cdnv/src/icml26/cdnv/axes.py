@@ -20,7 +20,15 @@ def decision_axis_cosines(features, labelings) -> torch.Tensor:
     )
     x = x.detach().to(dtype=torch.float64)
     if isinstance(labelings, list | tuple):
-        labelings = torch.stack([torch.as_tensor(np.asarray(t)) for t in labelings], 1)
+        labelings = torch.stack(
+            [
+                torch.as_tensor(
+                    t if isinstance(t, torch.Tensor) else np.asarray(t), device=x.device
+                )
+                for t in labelings
+            ],
+            1,
+        )
     L = torch.as_tensor(
         np.asarray(labelings) if not isinstance(labelings, torch.Tensor) else labelings
     )
