@@ -56,7 +56,7 @@ def test_each_row_fails_on_its_own(row, change):
 
 
 def test_the_gpu_speed_claim_is_untestable_on_a_cpu():
-    # the README's CPU numbers: exact and faster, far from 6.1x - not a refutation on a CPU
+    # CPU-like numbers: exact and faster, far from 6.1x - not a refutation on a CPU
     claims, v = verdict(_results(speedups=(1.76, 1.75, 1.57), device="cpu"))
     assert _verdicts(claims) == {
         "exact": "reproduced",

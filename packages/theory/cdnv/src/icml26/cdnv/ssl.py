@@ -177,7 +177,15 @@ def train_ssl(
     model = nn.Sequential(encoder, head)
     distributed = dist.is_available() and dist.is_initialized()
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
-    wrapped = nn.parallel.DistributedDataParallel(model) if distributed else model
+    # Two forward passes per step (one per view): broadcasting buffers at each forward rewrites
+    # BatchNorm's running statistics in place between them, which autograd rejects on torch 2.6.
+    # Each rank keeps its own running statistics; the weights stay identical (gradients are
+    # all-reduced), and a single process trains exactly as before.
+    wrapped = (
+        nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
+        if distributed
+        else model
+    )
     opt = torch.optim.Adam(wrapped.parameters(), lr=lr, weight_decay=1e-5)
     gen = torch.Generator().manual_seed(seed)
     aug_gen = torch.Generator().manual_seed(seed + 1 + rank)
