@@ -310,21 +310,28 @@ def test_member_has_a_changelog_with_an_unreleased_section(m):
     assert f"## [{m.version}]" in text, f"{m.name}: CHANGELOG lacks its current {m.version}"
 
 
+def _user_project(tmp_path: Path, packages: list[str], dist: Path) -> tuple[dict, Path]:
+    """(a user's environment, an empty project folder) with ``packages``' wheels in ``dist``."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
+    }
+    for name in packages:
+        subprocess.run(
+            [UV, "build", "--package", name, "--wheel", "--out-dir", str(dist), "-q"],
+            cwd=ROOT,
+            check=True,
+            env=env,
+        )
+    project = tmp_path / "user-project"
+    project.mkdir()
+    return env, project
+
+
 def test_a_project_outside_depends_on_one_package_by_range_and_one_by_path(tmp_path):
     """What the README shows: a user's uv project depending on a built icml26-td by version
     range (from a folder of wheels standing in for the index) and on icml26-cdnv by path."""
     dist = tmp_path / "dist"
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
-    }
-    subprocess.run(
-        [UV, "build", "--package", "icml26-td", "--wheel", "--out-dir", str(dist), "-q"],
-        cwd=ROOT,
-        check=True,
-        env=env,
-    )
-    project = tmp_path / "user-project"
-    project.mkdir()
+    env, project = _user_project(tmp_path, ["icml26-td"], dist)
     (project / "pyproject.toml").write_text(
         f"""[project]
 name = "user-project"
@@ -379,18 +386,7 @@ def test_santa_readme_uv_project_lines_keep_llama_cpp_away(tmp_path):
     override = re.search(r"^override-dependencies = \[.*\]$", readme, re.M)
     assert override, "santa README: the uv override line is gone"
     dist = tmp_path / "dist"
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
-    }
-    for name in ("icml26-santa", "icml26-kernels"):
-        subprocess.run(
-            [UV, "build", "--package", name, "--wheel", "--out-dir", str(dist), "-q"],
-            cwd=ROOT,
-            check=True,
-            env=env,
-        )
-    project = tmp_path / "user-project"
-    project.mkdir()
+    env, project = _user_project(tmp_path, ["icml26-santa", "icml26-kernels"], dist)
     (project / "pyproject.toml").write_text(
         f"""[project]
 name = "user-project"
