@@ -11,3 +11,5 @@ def test_readme_snippets_run(tmp_path):
     namespace = run_readme_snippets(README, cwd=tmp_path)
     assert namespace["theta"].shape == (10, 8)
     assert namespace["theta_m"].shape == (10, 8)
+    assert namespace["values"].shape == (16,) and namespace["td"].t == 2_000
+    assert namespace["sched"].last_epoch == 300

@@ -7,7 +7,8 @@ Implemented: linear TD(0) with the exponential step size ``eta_t = eta0 (beta/T)
 the horizon T, not omega nor the mixing time), i.i.d. and single-trajectory Markov sampling, the
 regularised update for Markov sampling, the exact TD fixed point and the D-norm error; the
 baselines (constant, 1/sqrt(t), the omega-aware oracle schedule, tail averaging); Garnet chains
-with a target omega, Boyan's chain, lazy chains, gymnasium's tabular environments.
+with a target omega, Boyan's chain, lazy chains, gymnasium's tabular environments; TD(0) from
+sampled transitions (``LinearTD``, ``td0_update``) for environments and replay buffers.
 
 Reconstructed (the paper's constants were not available to us; see the README): the default
 ``eta0 = 1/(1 + gamma)`` of the demo, ``lambda = 1/sqrt(T)`` for Markov sampling, the oracle's
@@ -16,7 +17,8 @@ constants (taken from Bhandari et al., 2018).
 
 from icml26.td._results import package_version
 from icml26.td.critic import fit_critic
-from icml26.td.gym_problems import gymnasium_mrp
+from icml26.td.gym_problems import gymnasium_mrp, gymnasium_transitions
+from icml26.td.linear import LinearTD, td0_update
 from icml26.td.problems import (
     MarkovRewardProcess,
     boyan_chain,
@@ -41,6 +43,7 @@ __all__ = [
     "ConstantStepSize",
     "ExponentialStepSize",
     "InverseSqrtStepSize",
+    "LinearTD",
     "MarkovRewardProcess",
     "OracleStepSize",
     "StepSizeSchedule",
@@ -49,8 +52,10 @@ __all__ = [
     "fit_critic",
     "garnet_mdp",
     "gymnasium_mrp",
+    "gymnasium_transitions",
     "stationary_distribution",
     "td0",
     "td0_sweep",
+    "td0_update",
     "td_fixed_point",
 ]

@@ -91,3 +91,40 @@ def gymnasium_mrp(
     mu_k = stationary_distribution(P_k)
     name = f"{base.spec.id if base.spec else type(base).__name__} ({features})"
     return MarkovRewardProcess(P_k, r_k, phi, gamma, mu_k, name).to(device)
+
+
+def gymnasium_transitions(
+    env: str | gym.Env = "FrozenLake-v1",
+    n: int = 10_000,
+    policy: np.ndarray | None = None,
+    seed: int = 0,
+    **make_kwargs,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` consecutive transitions ``(s, r, s')`` of ``policy`` on a tabular environment, in the
+    continuing form ``gymnasium_mrp`` models: a terminating step's ``s'`` is the next episode's
+    start state (and the environment's time limit is not applied), so TD learns the values of the
+    same chain. Returns three arrays of shape (n,): states, rewards, next states (int, float,
+    int), state ids of the environment.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if isinstance(env, str):
+        env = gym.make(env, **make_kwargs)
+    base = env.unwrapped  # stepping the unwrapped env: no TimeLimit truncation
+    S, A = int(base.observation_space.n), int(base.action_space.n)
+    if policy is None:
+        policy = np.full((S, A), 1.0 / A)
+    policy = np.asarray(policy, dtype=np.float64)
+    if policy.shape != (S, A) or (policy < 0).any() or not np.allclose(policy.sum(1), 1):
+        raise ValueError(f"policy must be an (S, A) = ({S}, {A}) row-stochastic array")
+    rng = np.random.default_rng(seed)
+    states, rewards, nexts = np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64)
+    s, _ = base.reset(seed=seed)
+    for i in range(n):
+        a = rng.choice(A, p=policy[s])
+        s_next, reward, terminated, _, _ = base.step(a)
+        if terminated:
+            s_next, _ = base.reset()
+        states[i], rewards[i], nexts[i] = s, reward, s_next
+        s = s_next
+    return states, rewards, nexts

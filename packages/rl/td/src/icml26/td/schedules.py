@@ -27,6 +27,12 @@ def _horizon(value, name: str = "horizon") -> int:
     return value
 
 
+def _index(t) -> int:
+    if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+        raise ValueError(f"t must be an integer >= 0, got {t!r}")
+    return t
+
+
 class StepSizeSchedule(ABC):
     """A step-size sequence ``eta_t``, t = 0, 1, ..."""
 
@@ -37,7 +43,8 @@ class StepSizeSchedule(ABC):
         """``eta_0 .. eta_{horizon-1}`` as a float64 tensor of shape (horizon,)."""
 
     def __call__(self, t: int) -> float:
-        return self.values(t + 1)[t].item()
+        """``eta_t`` (subclasses with a closed form answer in O(1))."""
+        return self.values(_index(t) + 1)[t].item()
 
 
 class ConstantStepSize(StepSizeSchedule):
@@ -49,6 +56,10 @@ class ConstantStepSize(StepSizeSchedule):
 
     def values(self, horizon: int) -> torch.Tensor:
         return torch.full((_horizon(horizon),), self.eta, dtype=torch.float64)
+
+    def __call__(self, t: int) -> float:
+        _index(t)
+        return self.eta
 
 
 class InverseSqrtStepSize(StepSizeSchedule):
@@ -81,6 +92,9 @@ class OracleStepSize(StepSizeSchedule):
     def values(self, horizon: int) -> torch.Tensor:
         t = torch.arange(_horizon(horizon), dtype=torch.float64)
         return self.beta / (self.lam + t)
+
+    def __call__(self, t: int) -> float:
+        return self.beta / (self.lam + _index(t))
 
 
 class ExponentialStepSize(LRScheduler, StepSizeSchedule):
@@ -128,6 +142,12 @@ class ExponentialStepSize(LRScheduler, StepSizeSchedule):
             raise ValueError("this schedule takes its learning rates from the optimizer")
         t = torch.arange(horizon, dtype=torch.float64)
         return self.eta0 * torch.exp(t * math.log(self.alpha))
+
+    def __call__(self, t: int) -> float:
+        """``eta_t = eta0 * alpha^t``, the same number as ``values(T)[t]``."""
+        if self.eta0 is None:
+            raise ValueError("this schedule takes its learning rates from the optimizer")
+        return self.eta0 * math.exp(_index(t) * math.log(self.alpha))
 
     def get_lr(self) -> list[float]:
         return [base * self.alpha ** max(self.last_epoch, 0) for base in self.base_lrs]
