@@ -105,3 +105,52 @@ def test_golden_error_after_seeded_run(problem):
 
 
 GOLDEN = 0.0005470877268709685
+
+
+def _one_state(gamma=0.5):
+    from icml26.td import MarkovRewardProcess
+
+    one = torch.ones(1, 1, dtype=torch.float64)
+    return MarkovRewardProcess(one, torch.ones(1, dtype=torch.float64), one, gamma, one[0])
+
+
+def test_projection_and_polyak_averaging_on_a_deterministic_chain():
+    """One state, reward 1, gamma 0.5: theta_{t+1} = theta_t + eta (1 - 0.5 theta_t), fixed
+    point 2. Projection onto radius 0.5 stops at 0.5; Polyak-Ruppert is the mean of all T
+    iterates, the tail average that of the last half; the last iterate is the plain run."""
+
+    T, eta = 40, 0.3
+    iterates, theta = [], 0.0
+    for _ in range(T):
+        theta = theta + eta * (1 - 0.5 * theta)
+        iterates.append(theta)
+    sched = [ConstantStepSize(eta)] * 4
+    out = td0_sweep(
+        _one_state(),
+        sched,
+        T,
+        runs=2,
+        radius=[None, 0.5, None, None],
+        polyak=[False, False, True, False],
+        tail_average=[False, False, False, True],
+    )[..., 0]  # (K, R)
+    expected = [iterates[-1], 0.5, sum(iterates) / T, sum(iterates[T // 2 :]) / (T - T // 2)]
+    torch.testing.assert_close(
+        out, torch.tensor(expected, dtype=torch.float64)[:, None].expand(4, 2)
+    )
+    with pytest.raises(ValueError, match="radius"):
+        td0_sweep(_one_state(), sched[:1], T, 1, radius=0.0)
+    with pytest.raises(ValueError, match="not both"):
+        td0_sweep(_one_state(), sched[:1], T, 1, polyak=True, tail_average=True)
+
+
+def test_inverse_time_schedule():
+    from icml26.td import InverseTimeStepSize
+
+    s = InverseTimeStepSize(2.0, 10.0)
+    torch.testing.assert_close(
+        s.values(3), torch.tensor([0.2, 2 / 11, 2 / 12], dtype=torch.float64)
+    )
+    assert s(2) == pytest.approx(2 / 12)
+    with pytest.raises(ValueError, match="t0"):
+        InverseTimeStepSize(1.0, 0.0)

@@ -31,6 +31,7 @@ from icml26.td.schedules import (
     ConstantStepSize,
     ExponentialStepSize,
     InverseSqrtStepSize,
+    InverseTimeStepSize,
     OracleStepSize,
     StepSizeSchedule,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "ConstantStepSize",
     "ExponentialStepSize",
     "InverseSqrtStepSize",
+    "InverseTimeStepSize",
     "LinearTD",
     "MarkovRewardProcess",
     "OracleStepSize",

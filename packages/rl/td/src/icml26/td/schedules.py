@@ -74,6 +74,24 @@ class InverseSqrtStepSize(StepSizeSchedule):
         return self.eta0 / (t + 1).sqrt()
 
 
+class InverseTimeStepSize(StepSizeSchedule):
+    """``eta_t = c / (t + t0)``: the classical 1/t family. With ``c`` and ``t0`` tuned on a grid in
+    hindsight it is the strongest decaying schedule a practitioner could pick (the omega-aware
+    ``OracleStepSize`` is one member, with constants from a worst-case analysis)."""
+
+    def __init__(self, c: float, t0: float):
+        self.c = _positive(c, "c")
+        self.t0 = _positive(t0, "t0")
+        self.label = f"c/(t+t0) c={self.c:g} t0={self.t0:g}"
+
+    def values(self, horizon: int) -> torch.Tensor:
+        t = torch.arange(_horizon(horizon), dtype=torch.float64)
+        return self.c / (t + self.t0)
+
+    def __call__(self, t: int) -> float:
+        return self.c / (_index(t) + self.t0)
+
+
 class OracleStepSize(StepSizeSchedule):
     """The omega-aware ``1/(omega (1 - gamma) t)`` decay, with the constants of Bhandari et al.
     (2018, Thm. 2(c)): ``eta_t = beta / (lam + t)``, ``beta = 2 / (omega (1 - gamma))``,

@@ -55,6 +55,8 @@ def td0_sweep(
     seed: int = 0,
     tail_average: bool | Sequence[bool] = False,
     progress: bool = False,
+    radius: float | Sequence[float | None] | None = None,
+    polyak: bool | Sequence[bool] = False,
 ) -> torch.Tensor:
     """Run TD(0) for every schedule on the same ``runs`` sample streams.
 
@@ -70,9 +72,13 @@ def td0_sweep(
         tail_average: return the mean of the last ``ceil(T/2)`` iterates (one flag, or one per
             schedule) instead of the last iterate.
         progress: show a tqdm bar.
+        radius: projected TD (Bhandari et al., 2018): after each step theta is projected onto
+            the ball ``||theta|| <= radius`` (one value, or one per schedule; None: no projection).
+        polyak: return the Polyak-Ruppert average of all T iterates (one flag, or one per
+            schedule) instead of the last iterate.
 
     Returns:
-        (K, R, d) float64 tensor of final (or tail-averaged) iterates, on ``problem``'s device.
+        (K, R, d) float64 tensor of final (or averaged) iterates, on ``problem``'s device.
         Runs that diverge give non-finite entries; they are not hidden.
     """
     K = len(schedules)
@@ -80,8 +86,20 @@ def td0_sweep(
         raise ValueError("schedules is empty")
     regs = [float(reg)] * K if isinstance(reg, int | float) else [float(x) for x in reg]
     tails = [tail_average] * K if isinstance(tail_average, bool) else list(tail_average)
-    if len(regs) != K or len(tails) != K:
-        raise ValueError(f"reg and tail_average must be one value or {K} values (one per schedule)")
+    radii = [radius] * K if radius is None or isinstance(radius, int | float) else list(radius)
+    polyaks = [polyak] * K if isinstance(polyak, bool) else list(polyak)
+    if len(regs) != K or len(tails) != K or len(radii) != K or len(polyaks) != K:
+        raise ValueError(
+            f"reg, tail_average, radius and polyak must be one value or {K} values (one per "
+            "schedule)"
+        )
+    if any(t and p for t, p in zip(tails, polyaks, strict=True)):
+        raise ValueError("a schedule averages its tail or all its iterates, not both")
+    for value in radii:
+        if value is not None and not (
+            isinstance(value, int | float) and math.isfinite(value) and value > 0
+        ):
+            raise ValueError(f"radius must be None or a finite number > 0, got {value!r}")
     _check_run_args(horizon, runs, sampling, regs)
     for s in schedules:
         if not isinstance(s, StepSizeSchedule):
@@ -99,6 +117,11 @@ def td0_sweep(
     etas = torch.stack([s.values(horizon) for s in schedules], 1).to(dev)  # (T, K)
     lam = torch.tensor(regs, dtype=torch.float64, device=dev)[:, None, None]  # (K, 1, 1)
     tail_mask = torch.tensor(tails, device=dev)[:, None, None]  # (K, 1, 1)
+    polyak_mask = torch.tensor(polyaks, device=dev)[:, None, None]  # (K, 1, 1)
+    project = any(x is not None for x in radii)
+    rad = torch.tensor(
+        [math.inf if x is None else float(x) for x in radii], dtype=torch.float64, device=dev
+    )[:, None, None]  # (K, 1, 1)
     tail_start = horizon // 2
     gen = torch.Generator().manual_seed(seed)
 
@@ -112,6 +135,7 @@ def td0_sweep(
 
     theta = torch.zeros(K, R, d, dtype=torch.float64, device=dev)
     tail_sum = torch.zeros_like(theta)
+    all_sum = torch.zeros_like(theta) if any(polyaks) else None
     state = torch.searchsorted(cdf_mu, uniform(R))
     bar = tqdm(
         total=horizon, disable=not progress, desc=f"TD(0) {sampling} T={horizon}", leave=False
@@ -138,13 +162,21 @@ def td0_sweep(
             delta = r_s[i] + (theta * (gamma * phi_next[i] - phi_s[i])).sum(-1)
             # theta_{t+1} = theta_t + eta_t (delta_t phi_t - lambda theta_t)
             theta = theta + etas[t + i][:, None, None] * (delta[..., None] * phi_s[i] - lam * theta)
+            if project:  # Pi_R(theta) = theta min(1, R / ||theta||)
+                norm = theta.norm(dim=-1, keepdim=True)
+                theta = theta * (rad / norm).clamp(max=1.0).nan_to_num(1.0)
             if t + i + 1 > tail_start:
                 tail_sum += theta
+            if all_sum is not None:
+                all_sum += theta
         t += n
         bar.update(n)
     bar.close()
     tail_mean = tail_sum / (horizon - tail_start)
-    return torch.where(tail_mask, tail_mean, theta)
+    out = torch.where(tail_mask, tail_mean, theta)
+    if all_sum is not None:
+        out = torch.where(polyak_mask, all_sum / horizon, out)
+    return out
 
 
 def td0(
