@@ -154,3 +154,21 @@ def test_inverse_time_schedule():
     assert s(2) == pytest.approx(2 / 12)
     with pytest.raises(ValueError, match="t0"):
         InverseTimeStepSize(1.0, 0.0)
+
+
+def test_regularised_fixed_point_is_where_regularised_td_settles():
+    problem = garnet_mdp(n_states=8, n_features=3, gamma=0.9, seed=3)
+    torch.testing.assert_close(problem.regularised_fixed_point(0.0), problem.theta_star)
+    lam = 0.05
+    floor = problem.regularised_fixed_point(lam)
+    assert problem.value_error(floor) > 0  # a bias, not noise
+    # expected TD with a small constant step converges to it: theta += eta (b - (A + lam) theta)
+    D_phi = problem.mu[:, None] * problem.phi
+    A = D_phi.T @ (problem.phi - problem.gamma * problem.P @ problem.phi)
+    b = D_phi.T @ problem.r
+    theta = torch.zeros(3, dtype=torch.float64)
+    for _ in range(20_000):
+        theta = theta + 0.5 * (b - (A + lam * torch.eye(3, dtype=torch.float64)) @ theta)
+    torch.testing.assert_close(theta, floor)
+    with pytest.raises(ValueError, match="reg"):
+        problem.regularised_fixed_point(-1.0)

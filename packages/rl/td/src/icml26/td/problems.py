@@ -161,6 +161,17 @@ class MarkovRewardProcess:
         """The TD fixed point (d,)."""
         return td_fixed_point(self.P, self.r, self.phi, self.gamma, self.mu)
 
+    def regularised_fixed_point(self, reg: float) -> torch.Tensor:
+        """The point regularised TD(0) converges to: ``(A + lambda I) theta = b`` (d,), with
+        ``A = Phi^T D (Phi - gamma P Phi)`` and ``b = Phi^T D r``. Its distance to
+        ``theta_star`` is the bias the regularisation costs: an error floor no schedule beats."""
+        if not (isinstance(reg, int | float) and reg >= 0):
+            raise ValueError(f"reg must be a number >= 0, got {reg!r}")
+        D_phi = self.mu[:, None] * self.phi  # (S, d)
+        A = D_phi.T @ (self.phi - self.gamma * self.P @ self.phi)
+        eye = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
+        return torch.linalg.solve(A + reg * eye, D_phi.T @ self.r)
+
     def value_error(self, theta: torch.Tensor) -> torch.Tensor:
         """``||V_theta - V_theta*||_D^2`` for iterates of shape (..., d); returns shape (...)."""
         diff = theta.to(torch.float64) - self.theta_star
