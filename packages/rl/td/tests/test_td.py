@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -172,3 +173,30 @@ def test_regularised_fixed_point_is_where_regularised_td_settles():
     torch.testing.assert_close(theta, floor)
     with pytest.raises(ValueError, match="reg"):
         problem.regularised_fixed_point(-1.0)
+
+
+def test_loglog_slope_recovers_a_known_rate_with_an_interval():
+    from icml26.td import loglog_slope
+
+    horizons = [1_000, 10_000, 100_000, 1_000_000]
+    rng = np.random.default_rng(0)
+    # error = 3 T^-1 times seed noise (lognormal, sd 0.3): the slope is -1
+    errors = 3.0 / np.array(horizons)[:, None] * np.exp(0.3 * rng.standard_normal((4, 10)))
+    fit = loglog_slope(horizons, errors)
+    assert fit.low <= -1.0 <= fit.high and fit.high - fit.low < 0.3
+    assert abs(fit.slope + 1) < 0.15
+    flat = loglog_slope(horizons, np.full((4, 10), 0.2))  # no decay: slope 0, no spread
+    assert flat.slope == pytest.approx(0.0, abs=1e-12) and flat.low == pytest.approx(flat.high)
+    with pytest.raises(ValueError, match="diverged"):
+        loglog_slope(horizons, np.full((4, 3), np.inf))
+    with pytest.raises(ValueError, match="horizons"):
+        loglog_slope([10, 10], np.ones((2, 3)))
+
+
+def test_mixing_time_grows_with_laziness():
+    problem = garnet_mdp(n_states=10, n_features=3, gamma=0.9, seed=0)
+    fast = problem.mixing_time()
+    assert fast >= 1
+    assert problem.lazy(0.1).mixing_time() > 5 * fast  # (1 - eps) I + eps P mixes ~1/eps slower
+    with pytest.raises(ValueError, match="eps"):
+        problem.mixing_time(eps=1.0)

@@ -27,6 +27,7 @@ from icml26.td.problems import (
     stationary_distribution,
     td_fixed_point,
 )
+from icml26.td.rates import Slope, loglog_slope
 from icml26.td.schedules import (
     ConstantStepSize,
     ExponentialStepSize,
@@ -48,6 +49,7 @@ __all__ = [
     "LinearTD",
     "MarkovRewardProcess",
     "OracleStepSize",
+    "Slope",
     "StepSizeSchedule",
     "boyan_chain",
     "check_problem",
@@ -55,6 +57,7 @@ __all__ = [
     "garnet_mdp",
     "gymnasium_mrp",
     "gymnasium_transitions",
+    "loglog_slope",
     "stationary_distribution",
     "td0",
     "td0_sweep",

@@ -161,6 +161,18 @@ class MarkovRewardProcess:
         """The TD fixed point (d,)."""
         return td_fixed_point(self.P, self.r, self.phi, self.gamma, self.mu)
 
+    def mixing_time(self, eps: float = 0.25, max_steps: int = 100_000) -> int:
+        """``tau_mix(eps)``: the least t with ``max_s TV(P^t(s, .), mu) <= eps`` (the quantity the
+        mixing-time-aware analyses of prior work need and the paper's schedule does not)."""
+        if not 0 < eps < 1:
+            raise ValueError(f"eps must lie in (0, 1), got {eps}")
+        Pt = torch.eye(self.n_states, dtype=torch.float64, device=self.device)
+        for t in range(1, max_steps + 1):
+            Pt = Pt @ self.P
+            if 0.5 * (Pt - self.mu).abs().sum(1).max().item() <= eps:
+                return t
+        raise ValueError(f"the chain has not mixed to {eps} within {max_steps} steps")
+
     def regularised_fixed_point(self, reg: float) -> torch.Tensor:
         """The point regularised TD(0) converges to: ``(A + lambda I) theta = b`` (d,), with
         ``A = Phi^T D (Phi - gamma P Phi)`` and ``b = Phi^T D r``. Its distance to
