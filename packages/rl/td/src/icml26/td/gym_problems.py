@@ -25,6 +25,16 @@ def _grid_shape(env) -> tuple[int, int] | None:
     return None
 
 
+def _policy(policy: np.ndarray | None, S: int, A: int) -> np.ndarray:
+    """The (S, A) action probabilities, uniform by default; a clear error when malformed."""
+    if policy is None:
+        return np.full((S, A), 1.0 / A)
+    policy = np.asarray(policy, dtype=np.float64)
+    if policy.shape != (S, A) or (policy < 0).any() or not np.allclose(policy.sum(1), 1):
+        raise ValueError(f"policy must be an (S, A) = ({S}, {A}) row-stochastic array")
+    return policy
+
+
 def gymnasium_mrp(
     env: str | gym.Env = "FrozenLake-v1",
     gamma: float = 0.9,
@@ -51,11 +61,7 @@ def gymnasium_mrp(
     if not isinstance(model, dict):
         raise ValueError(f"env {base!r} exposes no tabular model env.unwrapped.P")
     S, A = int(base.observation_space.n), int(base.action_space.n)
-    if policy is None:
-        policy = np.full((S, A), 1.0 / A)
-    policy = np.asarray(policy, dtype=np.float64)
-    if policy.shape != (S, A) or (policy < 0).any() or not np.allclose(policy.sum(1), 1):
-        raise ValueError(f"policy must be an (S, A) = ({S}, {A}) row-stochastic array")
+    policy = _policy(policy, S, A)
     isd = np.asarray(getattr(base, "initial_state_distrib", np.eye(S)[0]), dtype=np.float64)
     P = np.zeros((S, S))
     r = np.zeros(S)
@@ -112,11 +118,7 @@ def gymnasium_transitions(
         env = gym.make(env, **make_kwargs)
     base = env.unwrapped  # stepping the unwrapped env: no TimeLimit truncation
     S, A = int(base.observation_space.n), int(base.action_space.n)
-    if policy is None:
-        policy = np.full((S, A), 1.0 / A)
-    policy = np.asarray(policy, dtype=np.float64)
-    if policy.shape != (S, A) or (policy < 0).any() or not np.allclose(policy.sum(1), 1):
-        raise ValueError(f"policy must be an (S, A) = ({S}, {A}) row-stochastic array")
+    policy = _policy(policy, S, A)
     rng = np.random.default_rng(seed)
     states, rewards, nexts = np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64)
     s, _ = base.reset(seed=seed)
