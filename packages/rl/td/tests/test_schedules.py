@@ -77,3 +77,14 @@ def test_bad_schedule_arguments_name_the_argument():
         OracleStepSize(0.1, 1.0)
     with pytest.raises(RuntimeError, match=r"has none"):
         ExponentialStepSize(1.0, 10).step()
+
+
+def test_exponential_step_size_function_matches_the_schedule():
+    from icml26.td import exponential_step_size
+
+    s = ExponentialStepSize(0.7, 200, beta=2.0)
+    for t in (0, 1, 57, 199, 200):
+        assert exponential_step_size(t, 200, 0.7, beta=2.0) == pytest.approx(s(t))
+    assert exponential_step_size(200, 200, 0.7) == pytest.approx(0.7 / 200)
+    with pytest.raises(ValueError, match="horizon"):
+        exponential_step_size(0, 0, 0.7)

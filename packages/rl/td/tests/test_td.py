@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -200,3 +202,118 @@ def test_mixing_time_grows_with_laziness():
     assert problem.lazy(0.1).mixing_time() > 5 * fast  # (1 - eps) I + eps P mixes ~1/eps slower
     with pytest.raises(ValueError, match="eps"):
         problem.mixing_time(eps=1.0)
+
+
+def _det_run(gamma, etas, reg=0.0, radius=None):
+    """One state, reward 1: theta <- theta + eta (1 - (1 - gamma) theta - reg theta)."""
+    out, theta = [], 0.0
+    for eta in etas:
+        theta = theta + eta * (1 - (1 - gamma) * theta - reg * theta)
+        if radius is not None:
+            theta = min(theta, radius)
+        out.append(theta)
+    return out
+
+
+def test_td0_grid_reads_every_checkpoint_and_stops_arms_at_their_horizon():
+    from icml26.td import Arm, td0_grid
+
+    cps = [10, 25, 60]
+    arms = [
+        [
+            Arm(ConstantStepSize(0.3)),
+            Arm(ConstantStepSize(0.3), average="tail"),
+            Arm(ConstantStepSize(0.3), average="polyak"),
+            Arm(ExponentialStepSize(0.5, 25), reg=0.1),
+            Arm(InverseSqrtStepSize(0.4), radius=0.7),
+        ]
+        for _ in range(2)
+    ]
+    arms[1][0] = Arm(ConstantStepSize(0.1))  # one problem's arms differ from the other's
+    problems = [_one_state(0.5), _one_state(0.9)]
+    out = td0_grid(problems, arms, cps, runs=2)[..., 0]  # (C, M, K, R)
+    assert out.shape == (3, 2, 5, 2)
+    for m, gamma in enumerate((0.5, 0.9)):
+        eta0 = 0.3 if m == 0 else 0.1
+        const = _det_run(gamma, [eta0] * 60)
+        plain = _det_run(gamma, [0.3] * 60)
+        exp_run = _det_run(gamma, ExponentialStepSize(0.5, 25).values(25).tolist(), reg=0.1)
+        proj = _det_run(gamma, InverseSqrtStepSize(0.4).values(60).tolist(), radius=0.7)
+        for c, T in enumerate(cps):
+            want = [
+                const[T - 1],
+                sum(plain[T // 2 : T]) / (T - T // 2),
+                sum(plain[:T]) / T,
+                exp_run[min(T, 25) - 1],  # frozen at its own horizon from then on
+                proj[T - 1],
+            ]
+            torch.testing.assert_close(
+                out[c, m], torch.tensor(want, dtype=torch.float64)[:, None].expand(5, 2)
+            )
+
+
+def test_td0_grid_checks_its_input():
+    from icml26.td import Arm, td0_grid
+
+    one = [Arm(ConstantStepSize(0.1))]
+    with pytest.raises(ValueError, match="not a checkpoint"):
+        td0_grid([_one_state()], [Arm(ExponentialStepSize(0.5, 30))], [10, 20], runs=1)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        td0_grid([_one_state()], one, [20, 10], runs=1)
+    with pytest.raises(ValueError, match="same number of states"):
+        td0_grid([_one_state(), garnet_mdp(5, 1, 0.9, seed=0)], one, [10], runs=1)
+    with pytest.raises(ValueError, match="one per problem"):
+        td0_grid([_one_state(), _one_state()], [one], [10], runs=1)
+    with pytest.raises(ValueError, match="average"):
+        Arm(ConstantStepSize(0.1), average="mean")
+
+
+def test_td0_grid_matches_td0_sweep_on_a_random_chain(problem):
+    """One problem, one checkpoint: the same samples and numbers as td0_sweep."""
+    from icml26.td import Arm, td0_grid
+
+    scheds = [ExponentialStepSize(0.5, 700), ConstantStepSize(0.05)]
+    for sampling in ("iid", "markov"):
+        want = td0_sweep(
+            problem, scheds, 700, 3, sampling, reg=[0.01, 0.0], seed=4, polyak=[False, True]
+        )
+        arms = [Arm(scheds[0], reg=0.01), Arm(scheds[1], average="polyak")]
+        got = td0_grid([problem], arms, [700], 3, sampling, seed=4)[0, 0]
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_schedule_segments_are_slices_of_their_values():
+    from icml26.td import InverseTimeStepSize, MixingTimeStepSize, OracleStepSize
+
+    for s in (
+        ConstantStepSize(0.2),
+        InverseSqrtStepSize(0.3),
+        InverseTimeStepSize(3.0, 7.0),
+        OracleStepSize(0.01, 0.9),
+        ExponentialStepSize(0.5, 50),
+        MixingTimeStepSize(2.0, 4.0),
+    ):
+        torch.testing.assert_close(s.segment(13, 40), s.values(40)[13:])
+        assert s(17) == pytest.approx(s.values(40)[17].item())
+    m = MixingTimeStepSize(2.0, 4.0)
+    assert m(0) == pytest.approx(2.0 / (4.0 * math.log(2)))
+    with pytest.raises(ValueError, match="tau_mix"):
+        MixingTimeStepSize(1.0, 0.0)
+
+
+def test_loglog_slope_of_a_family_tuned_in_hindsight():
+    from icml26.td import loglog_slope
+
+    horizons = [100, 1000, 10_000]
+    T = np.array(horizons, dtype=float)[:, None]
+    # two schedules: one good early (flat), one good late (1/T); the best of them falls as the
+    # lower envelope, and a diverged schedule is never picked
+    flat = np.full((3, 4), 0.01)
+    fast = 1.0 / T * np.ones((3, 4))
+    family = np.stack([flat, fast, np.full((3, 4), np.inf)], 1)  # (H, F, seeds)
+    fit = loglog_slope(horizons, family)
+    envelope = np.log(np.minimum(0.01, 1.0 / T[:, 0]))
+    x = np.log(T[:, 0]) - np.log(T[:, 0]).mean()
+    assert fit.slope == pytest.approx((x * envelope).sum() / (x * x).sum())
+    with pytest.raises(ValueError, match="every schedule"):
+        loglog_slope(horizons, np.full((3, 2, 4), np.inf))

@@ -28,12 +28,22 @@ def _ols_slope(log_t: np.ndarray, log_e: np.ndarray) -> float:
     return float((x * (log_e - log_e.mean())).sum() / (x * x).sum())
 
 
+def _curve(e: np.ndarray) -> np.ndarray:
+    """log of the mean error over seeds, (H,); for (H, F, seeds) the best of the F schedules at
+    each horizon (a family tuned in hindsight; a diverged schedule is never the best)."""
+    mean = np.where(np.isfinite(e), e, np.inf).mean(-1)
+    return np.log(mean if e.ndim == 2 else mean.min(1))
+
+
 def loglog_slope(horizons, errors, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Slope:
     """Slope of ``log(mean error)`` against ``log(T)``, and its bootstrap interval.
 
     Args:
         horizons: (H,) the horizons T, at least two distinct.
-        errors: (H, n_seeds) the error of each seed's run at each horizon (positive, finite).
+        errors: (H, n_seeds) the error of each seed's run at each horizon (positive, finite);
+            or (H, F, n_seeds) for a family of F schedules tuned in hindsight: at each horizon
+            the family's curve takes its lowest mean error (non-finite runs excluded), and each
+            bootstrap resample picks its best schedule again.
         level: coverage of the interval.
         n_boot: bootstrap resamples of the seeds (the same seeds at every horizon, as the runs
             share their seed across horizons).
@@ -43,16 +53,23 @@ def loglog_slope(horizons, errors, level: float = 0.95, n_boot: int = 2000, seed
     e = np.asarray(errors, dtype=np.float64)
     if t.ndim != 1 or len(np.unique(t)) < 2 or (t <= 0).any():
         raise ValueError(f"horizons must be >= 2 distinct positive values, got {t.tolist()}")
-    if e.ndim != 2 or e.shape[0] != len(t) or e.shape[1] < 1:
-        raise ValueError(f"errors must be (H, n_seeds) = ({len(t)}, n), got {e.shape}")
-    if not np.isfinite(e).all() or (e <= 0).any():
-        raise ValueError("errors must be positive and finite (a diverged run has no rate)")
+    if e.ndim not in (2, 3) or e.shape[0] != len(t) or e.shape[-1] < 1:
+        raise ValueError(
+            f"errors must be (H, n_seeds) or (H, F, n_seeds) with H = {len(t)}, got {e.shape}"
+        )
+    if (e <= 0).any():
+        raise ValueError("errors must be positive")
+    if e.ndim == 2 and not np.isfinite(e).all():
+        raise ValueError("errors must be finite (a diverged run has no rate)")
+    if not np.isfinite(_curve(e)).all():
+        raise ValueError("at some horizon every schedule of the family diverged: no rate")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     log_t = np.log(t)
-    slope = _ols_slope(log_t, np.log(e.mean(1)))
+    slope = _ols_slope(log_t, _curve(e))
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, e.shape[1], size=(n_boot, e.shape[1]))
-    boots = np.array([_ols_slope(log_t, np.log(e[:, p].mean(1))) for p in picks])
+    picks = rng.integers(0, e.shape[-1], size=(n_boot, e.shape[-1]))
+    boots = np.array([_ols_slope(log_t, _curve(e[..., p])) for p in picks])
+    boots = boots[np.isfinite(boots)]  # a resample of only diverged seeds has no slope
     lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
     return Slope(slope, float(lo), float(hi), level)

@@ -46,6 +46,16 @@ class StepSizeSchedule(ABC):
         """``eta_t`` (subclasses with a closed form answer in O(1))."""
         return self.values(_index(t) + 1)[t].item()
 
+    def segment(self, start: int, stop: int) -> torch.Tensor:
+        """``eta_start .. eta_{stop-1}`` (float64): what a long run asks for, chunk by chunk.
+        Subclasses with a closed form compute only those steps."""
+        return self.values(stop)[start:]
+
+    def _steps(self, start: int, stop: int) -> torch.Tensor:
+        if not 0 <= start < stop:
+            raise ValueError(f"a segment needs 0 <= start < stop, got {start}, {stop}")
+        return torch.arange(start, stop, dtype=torch.float64)
+
 
 class ConstantStepSize(StepSizeSchedule):
     """``eta_t = eta``: converges linearly to a noise ball of radius O(eta)."""
@@ -61,6 +71,9 @@ class ConstantStepSize(StepSizeSchedule):
         _index(t)
         return self.eta
 
+    def segment(self, start: int, stop: int) -> torch.Tensor:
+        return torch.full_like(self._steps(start, stop), self.eta)
+
 
 class InverseSqrtStepSize(StepSizeSchedule):
     """``eta_t = eta0 / sqrt(t + 1)``: the problem-independent decay of robust SA analyses."""
@@ -70,8 +83,10 @@ class InverseSqrtStepSize(StepSizeSchedule):
         self.label = f"1/sqrt(t) {self.eta0:g}"
 
     def values(self, horizon: int) -> torch.Tensor:
-        t = torch.arange(_horizon(horizon), dtype=torch.float64)
-        return self.eta0 / (t + 1).sqrt()
+        return self.segment(0, _horizon(horizon))
+
+    def segment(self, start: int, stop: int) -> torch.Tensor:
+        return self.eta0 / (self._steps(start, stop) + 1).sqrt()
 
 
 class InverseTimeStepSize(StepSizeSchedule):
@@ -85,11 +100,38 @@ class InverseTimeStepSize(StepSizeSchedule):
         self.label = f"c/(t+t0) c={self.c:g} t0={self.t0:g}"
 
     def values(self, horizon: int) -> torch.Tensor:
-        t = torch.arange(_horizon(horizon), dtype=torch.float64)
-        return self.c / (t + self.t0)
+        return self.segment(0, _horizon(horizon))
+
+    def segment(self, start: int, stop: int) -> torch.Tensor:
+        return self.c / (self._steps(start, stop) + self.t0)
 
     def __call__(self, t: int) -> float:
         return self.c / (_index(t) + self.t0)
+
+
+class MixingTimeStepSize(StepSizeSchedule):
+    """``eta_t = c / (tau_mix * log(t + 2) * sqrt(t + 1))``: the mixing-time-aware schedule of
+    unprojected TD(0) with Polyak-Ruppert averaging under Markovian sampling (Lee et al., COLT
+    2026, "A single stepsize suffices for unprojected linear TD(0)": ``eta_t ~ 1/(tau_mix log(t)
+    sqrt(t))``, no omega). The shift of t (so the first step is finite) and the constant ``c``
+    are ours; use it with Polyak-Ruppert averaging, as that analysis does. It needs tau_mix,
+    which the paper's schedule does not."""
+
+    def __init__(self, c: float, tau_mix: float):
+        self.c = _positive(c, "c")
+        self.tau_mix = _positive(tau_mix, "tau_mix")
+        self.label = f"mixing-time c={self.c:g} tau={self.tau_mix:g}"
+
+    def values(self, horizon: int) -> torch.Tensor:
+        return self.segment(0, _horizon(horizon))
+
+    def segment(self, start: int, stop: int) -> torch.Tensor:
+        t = self._steps(start, stop)
+        return self.c / (self.tau_mix * (t + 2).log() * (t + 1).sqrt())
+
+    def __call__(self, t: int) -> float:
+        t = _index(t)
+        return self.c / (self.tau_mix * math.log(t + 2) * math.sqrt(t + 1))
 
 
 class OracleStepSize(StepSizeSchedule):
@@ -108,8 +150,10 @@ class OracleStepSize(StepSizeSchedule):
         self.label = "oracle 1/(omega(1-gamma)t)"
 
     def values(self, horizon: int) -> torch.Tensor:
-        t = torch.arange(_horizon(horizon), dtype=torch.float64)
-        return self.beta / (self.lam + t)
+        return self.segment(0, _horizon(horizon))
+
+    def segment(self, start: int, stop: int) -> torch.Tensor:
+        return self.beta / (self.lam + self._steps(start, stop))
 
     def __call__(self, t: int) -> float:
         return self.beta / (self.lam + _index(t))
@@ -158,8 +202,13 @@ class ExponentialStepSize(LRScheduler, StepSizeSchedule):
         horizon = self.horizon if horizon is None else _horizon(horizon)
         if self.eta0 is None:
             raise ValueError("this schedule takes its learning rates from the optimizer")
-        t = torch.arange(horizon, dtype=torch.float64)
-        return self.eta0 * torch.exp(t * math.log(self.alpha))
+        return self.segment(0, horizon)
+
+    def segment(self, start: int, stop: int) -> torch.Tensor:
+        """``eta0 * alpha^t`` for t in [start, stop); past the horizon it keeps decaying."""
+        if self.eta0 is None:
+            raise ValueError("this schedule takes its learning rates from the optimizer")
+        return self.eta0 * torch.exp(self._steps(start, stop) * math.log(self.alpha))
 
     def __call__(self, t: int) -> float:
         """``eta_t = eta0 * alpha^t``, the same number as ``values(T)[t]``."""
@@ -186,3 +235,13 @@ class ExponentialStepSize(LRScheduler, StepSizeSchedule):
                 stacklevel=2,
             )
         super().step(epoch)
+
+
+def exponential_step_size(t: int, horizon: int, eta0: float, beta: float = 1.0) -> float:
+    """The paper's step size as a plain function of the step t and the horizon T:
+    ``eta_t = eta0 * (beta / T)^(t / T)``. For loops that compute their own learning rate."""
+    horizon = _horizon(horizon)
+    eta0, beta = _positive(eta0, "eta0"), _positive(beta, "beta")
+    if beta > horizon:
+        raise ValueError(f"beta must be <= horizon (the step must decay), got {beta} > {horizon}")
+    return eta0 * (beta / horizon) ** (_index(t) / horizon)

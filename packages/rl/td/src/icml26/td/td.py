@@ -1,4 +1,4 @@
-"""Linear TD(0), vectorised over independent runs and step-size schedules.
+"""Linear TD(0), vectorised over problems, step-size schedules and independent runs.
 
 The update (paper, TD(0) with linear function approximation):
 
@@ -6,21 +6,24 @@ The update (paper, TD(0) with linear function approximation):
     theta_{t+1} = theta_t + eta_t * (delta_t * phi_t - lambda * theta_t)
 
 ``lambda = 0`` is standard TD(0) (the i.i.d. algorithm); ``lambda > 0`` is the paper's
-regularised TD(0) for Markovian sampling, with ``lambda`` of order ``1/sqrt(T)``. The last
-iterate is returned; ``tail_average=True`` returns the mean of the last half of the iterates
-instead (the tail-averaging baseline).
+regularised TD(0) for Markovian sampling, with ``lambda`` of order ``1/sqrt(T)``. Prior work's
+fixes for Markovian sampling are options of an ``Arm``: projection onto a ball (Bhandari et al.,
+2018) and iterate averaging (the mean of the last half, or Polyak-Ruppert over all iterates).
 
-All K schedules x R runs advance together as one (K, R, d) tensor. Runs with the same index
-share their samples across schedules (common random numbers), so schedules are compared on the
-same trajectories.
+``td0_grid`` advances M problems x K arms x R runs as one (M, K, R, d) tensor up to the largest
+checkpoint and reads the iterates (or averages) at every checkpoint, so one pass gives a whole
+error-against-T curve (the checkpoints of a run read one sample stream). Runs with the same index
+share their samples across arms (common random numbers). ``td0_sweep`` is the one-problem,
+one-horizon form.
 
-The sweep runs on the device of the problem's tensors (``problem.to("cuda")``). The uniforms are
+The sweep runs on the device of the problems' tensors (``problem.to("cuda")``). The uniforms are
 drawn on the CPU from one seeded generator and then moved, so a seed gives the same samples on
 every device and the CPU results do not depend on where they would have been drawn.
 """
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -30,19 +33,252 @@ from icml26.td.problems import MarkovRewardProcess, check_problem, stationary_di
 from icml26.td.schedules import StepSizeSchedule
 
 Sampling = Literal["iid", "markov"]
-_CHUNK = 512  # steps of i.i.d. samples drawn at once
+Average = Literal["last", "tail", "polyak"]
+_CHUNK = 512  # steps of samples and step sizes drawn at once
 
 
-def _check_run_args(horizon, runs, sampling, reg):
-    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
-        raise ValueError(f"horizon must be an integer >= 1, got {horizon!r}")
+@dataclass(frozen=True)
+class Arm:
+    """One line of a sweep: a step-size schedule and what is done with its iterates.
+
+    Args:
+        schedule: gives ``eta_t``. A schedule built for a horizon T (``ExponentialStepSize``)
+            stops there: past T its step is 0, and every later checkpoint reports its result at T.
+        reg: ``lambda`` of the regularised update (the paper's Markov-sampling algorithm).
+        radius: projected TD (Bhandari et al., 2018): after each step theta is projected onto
+            the ball ``||theta|| <= radius``. None: no projection.
+        average: ``"last"`` the last iterate; ``"tail"`` the mean of the last ``ceil(t/2)``
+            iterates; ``"polyak"`` the Polyak-Ruppert mean of all t iterates.
+    """
+
+    schedule: StepSizeSchedule
+    reg: float = 0.0
+    radius: float | None = None
+    average: Average = "last"
+
+    def __post_init__(self):
+        if not isinstance(self.schedule, StepSizeSchedule):
+            raise TypeError(
+                f"schedule must be a StepSizeSchedule, got {type(self.schedule).__name__}"
+            )
+        if not (
+            isinstance(self.reg, int | float)
+            and not isinstance(self.reg, bool)
+            and math.isfinite(self.reg)
+            and self.reg >= 0
+        ):
+            raise ValueError(f"reg must be a finite number >= 0, got {self.reg!r}")
+        if self.radius is not None and not (
+            isinstance(self.radius, int | float) and math.isfinite(self.radius) and self.radius > 0
+        ):
+            raise ValueError(f"radius must be None or a finite number > 0, got {self.radius!r}")
+        if self.average not in ("last", "tail", "polyak"):
+            raise ValueError(f"average must be 'last', 'tail' or 'polyak', got {self.average!r}")
+
+    @property
+    def stop(self) -> int | None:
+        """The horizon the schedule was built for, if any."""
+        return getattr(self.schedule, "horizon", None)
+
+
+def _check_runs(runs, sampling):
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
     if sampling not in ("iid", "markov"):
         raise ValueError(f"sampling must be 'iid' or 'markov', got {sampling!r}")
-    for value in reg:
-        if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
-            raise ValueError(f"reg must be a finite number >= 0, got {value!r}")
+
+
+def _arm_table(problems, arms) -> list[list[Arm]]:
+    """``arms`` as M rows of K arms: one shared list, or one list per problem."""
+    if len(arms) == 0:
+        raise ValueError("arms is empty")
+    if all(isinstance(a, Arm) for a in arms):
+        return [list(arms)] * len(problems)
+    table = [list(row) for row in arms]
+    if len(table) != len(problems) or not all(
+        all(isinstance(a, Arm) for a in row) for row in table
+    ):
+        raise ValueError(
+            f"arms must be a list of Arm (shared by every problem) or {len(problems)} lists of "
+            "Arm, one per problem"
+        )
+    if len({len(row) for row in table}) != 1 or len(table[0]) == 0:
+        raise ValueError("every problem needs the same, non-zero number of arms")
+    return table
+
+
+def _check_checkpoints(checkpoints) -> list[int]:
+    cps = list(checkpoints)
+    if not cps or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in cps):
+        raise ValueError(f"checkpoints must be integers >= 1, got {checkpoints!r}")
+    if cps != sorted(set(cps)):
+        raise ValueError(f"checkpoints must be strictly increasing, got {cps}")
+    return cps
+
+
+def td0_grid(
+    problems: Sequence[MarkovRewardProcess],
+    arms: Sequence[Arm] | Sequence[Sequence[Arm]],
+    checkpoints: Sequence[int],
+    runs: int,
+    sampling: Sampling = "iid",
+    seed: int = 0,
+    progress: bool = False,
+) -> torch.Tensor:
+    """Run TD(0) for every problem and arm on shared sample streams, read at every checkpoint.
+
+    Args:
+        problems: M chains with the same number of states and features, on one device (each
+            has its own discount and its own sample streams).
+        arms: K arms shared by every problem, or M lists of K arms (one per problem, for
+            schedules or radii that depend on the problem).
+        checkpoints: increasing horizons; the run lasts ``max(checkpoints)`` steps.
+        runs: R independent runs (sample streams) per problem.
+        sampling: ``"iid"`` draws ``s ~ mu`` afresh each step (then ``s' ~ P(s, .)``);
+            ``"markov"`` follows one trajectory per run, started from ``mu``.
+        seed: seeds the sample streams.
+        progress: show a tqdm bar.
+
+    Returns:
+        (C, M, K, R, d) float64 iterates (or averages) at each checkpoint, on the problems'
+        device. An arm whose schedule stops at T reports its result at T at every checkpoint
+        >= T; a stop that is not a checkpoint is an error. Diverged runs give non-finite
+        entries; they are not hidden.
+    """
+    if len(problems) == 0:
+        raise ValueError("problems is empty")
+    for p in problems:
+        if not isinstance(p, MarkovRewardProcess):
+            raise TypeError(f"problems must be MarkovRewardProcess objects, got {type(p).__name__}")
+    first = problems[0]
+    for p in problems[1:]:
+        if (p.n_states, p.n_features, p.device) != (first.n_states, first.n_features, first.device):
+            raise ValueError(
+                "problems batched together need the same number of states and features and the "
+                f"same device; got {p.name} ({p.n_states}, {p.n_features}, {p.device}) and "
+                f"{first.name} ({first.n_states}, {first.n_features}, {first.device})"
+            )
+    _check_runs(runs, sampling)
+    cps = _check_checkpoints(checkpoints)
+    table = _arm_table(problems, arms)
+    horizon = cps[-1]
+    for row in table:
+        for a in row:
+            if a.stop is not None and a.stop not in cps:
+                raise ValueError(
+                    f"{a.schedule.label}: the schedule stops at T={a.stop}, which is not a "
+                    f"checkpoint {cps}"
+                )
+
+    M, K, R = len(problems), len(table[0]), runs
+    d, dev = first.n_features, first.device
+    f64 = dict(dtype=torch.float64, device=dev)
+    P = torch.stack([p.P for p in problems])  # (M, S, S)
+    r = torch.stack([p.r for p in problems])  # (M, S)
+    phi = torch.stack([p.phi for p in problems])  # (M, S, d)
+    gamma = torch.tensor([p.gamma for p in problems], **f64)[:, None, None]  # (M, 1, 1)
+    mu = torch.stack([p.mu for p in problems])  # (M, S)
+    flat = [a for row in table for a in row]
+    lam = torch.tensor([a.reg for a in flat], **f64).view(M, K)
+    reg = bool((lam > 0).any())
+    stops = torch.tensor([a.stop or horizon + 1 for a in flat], device=dev).view(M, K)
+    project = any(a.radius is not None for a in flat)
+    rad = torch.tensor([math.inf if a.radius is None else a.radius for a in flat], **f64)
+    rad = rad.view(M, K, 1, 1)
+    modes = [a.average for a in flat]
+    averaging = any(m != "last" for m in modes)
+    # the sum of iterates is read at each checkpoint c and, for tail averages, at c // 2
+    snaps = {c: None for c in cps}
+    any_tail = any(m == "tail" for m in modes)
+    if any_tail:
+        snaps.update({c // 2: None for c in cps if c // 2 > 0})
+    schedules = {id(a.schedule): a.schedule for a in flat}
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def uniform(*shape: int) -> torch.Tensor:
+        return torch.rand(*shape, generator=gen, dtype=torch.float64).to(dev)
+
+    cdf_P = P.cumsum(-1)
+    cdf_P[..., -1] = 1.0 + 1e-12  # rows end above every uniform draw despite rounding
+    cdf_mu = mu.cumsum(-1)
+    cdf_mu[..., -1] = 1.0 + 1e-12
+    m_idx = torch.arange(M, device=dev)
+
+    theta = torch.zeros(M, K, R, d, **f64)
+    csum = torch.zeros_like(theta) if averaging else None
+    last_at, sum_at = {}, {}
+    last_at_steps = set(cps)
+    state = torch.searchsorted(cdf_mu, uniform(M, R))  # (M, R)
+    bar = tqdm(
+        total=horizon, disable=not progress, desc=f"TD(0) {sampling} T={horizon}", leave=False
+    )
+    t = 0
+    while t < horizon:
+        n = min(_CHUNK, horizon - t)
+        # step sizes of the chunk, (n, M, K): 0 past an arm's stop
+        seg = {k: s.segment(t, t + n).to(dev) for k, s in schedules.items()}
+        etas = torch.stack([seg[id(a.schedule)] for a in flat], 1).view(n, M, K)
+        steps = torch.arange(t, t + n, device=dev)[:, None, None]
+        etas = torch.where(steps < stops, etas, 0.0)
+        decay = 1.0 - etas * lam if reg else None
+        if sampling == "iid":
+            s = torch.searchsorted(cdf_mu, uniform(n, M, R).permute(1, 0, 2).reshape(M, n * R))
+            s = s.view(M, n, R).permute(1, 0, 2).contiguous()  # (n, M, R)
+            rows = cdf_P[m_idx[None, :, None], s]  # (n, M, R, S)
+            s_next = torch.searchsorted(rows, uniform(n, M, R, 1)).squeeze(-1)
+        else:
+            s = torch.empty(n, M, R, dtype=torch.long, device=dev)
+            u = uniform(n, M, R, 1)
+            for i in range(n):  # a trajectory is sequential: s_{t+1} ~ P(s_t, .)
+                s[i] = state
+                state = torch.searchsorted(cdf_P[m_idx[:, None], state], u[i]).squeeze(-1)
+            s_next = torch.cat([s[1:], state[None]], 0)
+        mi = m_idx[None, :, None]
+        phi_s = phi[mi, s][:, :, None]  # (n, M, 1, R, d)
+        # gamma phi_t' - phi_t, so delta_t = r_t + theta^T (gamma phi_t' - phi_t)
+        dphi = gamma[None, :, :, :, None] * phi[mi, s_next][:, :, None] - phi_s
+        r_s = r[mi, s][:, :, None]  # (n, M, 1, R)
+        for i in range(n):
+            delta = r_s[i] + (theta * dphi[i]).sum(-1)  # (M, K, R)
+            if reg:  # theta_{t+1} = (1 - eta_t lambda) theta_t + eta_t delta_t phi_t
+                theta.mul_(decay[i][..., None, None])
+            theta.addcmul_((etas[i][..., None] * delta)[..., None], phi_s[i])
+            if project:  # Pi_R(theta) = theta min(1, R / ||theta||)
+                norm = theta.norm(dim=-1, keepdim=True)
+                theta.mul_((rad / norm).clamp(max=1.0).nan_to_num(1.0))
+            if csum is not None:
+                csum.add_(theta)
+            step = t + i + 1
+            if step in snaps:
+                if step in last_at_steps:
+                    last_at[step] = theta.clone()
+                if csum is not None:
+                    sum_at[step] = csum.clone()
+        t += n
+        bar.update(n)
+    bar.close()
+
+    is_tail = torch.tensor([m == "tail" for m in modes], device=dev).view(M, K, 1, 1)
+    is_polyak = torch.tensor([m == "polyak" for m in modes], device=dev).view(M, K, 1, 1)
+    out = []
+    for c in cps:
+        res = last_at[c]
+        if csum is not None:
+            res = torch.where(is_polyak, sum_at[c] / c, res)
+            if any_tail:
+                h = c // 2
+                tail = (sum_at[c] - (sum_at[h] if h > 0 else 0.0)) / (c - h)
+                res = torch.where(is_tail, tail, res)
+        out.append(res)
+    out = torch.stack(out)  # (C, M, K, R, d)
+    # an arm that stopped at T reports its result at T from there on
+    for ci, c in enumerate(cps):
+        for j, a in enumerate(flat):
+            if a.stop is not None and a.stop < c:
+                m, k = divmod(j, K)
+                out[ci, m, k] = out[cps.index(a.stop), m, k]
+    return out
 
 
 def td0_sweep(
@@ -58,15 +294,14 @@ def td0_sweep(
     radius: float | Sequence[float | None] | None = None,
     polyak: bool | Sequence[bool] = False,
 ) -> torch.Tensor:
-    """Run TD(0) for every schedule on the same ``runs`` sample streams.
+    """Run TD(0) for every schedule on the same ``runs`` sample streams, for ``horizon`` steps.
 
     Args:
         problem: the chain, rewards, features and discount.
         schedules: K step-size schedules; each gives ``eta_0 .. eta_{horizon-1}``.
         horizon: T, the number of updates.
         runs: R independent runs per schedule.
-        sampling: ``"iid"`` draws ``s ~ mu`` afresh each step (then ``s' ~ P(s, .)``);
-            ``"markov"`` follows one trajectory per run, started from ``mu``.
+        sampling: ``"iid"`` or ``"markov"`` (see ``td0_grid``).
         reg: the regularisation ``lambda`` (one value, or one per schedule).
         seed: seeds the sample streams.
         tail_average: return the mean of the last ``ceil(T/2)`` iterates (one flag, or one per
@@ -84,7 +319,7 @@ def td0_sweep(
     K = len(schedules)
     if K == 0:
         raise ValueError("schedules is empty")
-    regs = [float(reg)] * K if isinstance(reg, int | float) else [float(x) for x in reg]
+    regs = [reg] * K if isinstance(reg, int | float) else list(reg)
     tails = [tail_average] * K if isinstance(tail_average, bool) else list(tail_average)
     radii = [radius] * K if radius is None or isinstance(radius, int | float) else list(radius)
     polyaks = [polyak] * K if isinstance(polyak, bool) else list(polyak)
@@ -95,88 +330,18 @@ def td0_sweep(
         )
     if any(t and p for t, p in zip(tails, polyaks, strict=True)):
         raise ValueError("a schedule averages its tail or all its iterates, not both")
-    for value in radii:
-        if value is not None and not (
-            isinstance(value, int | float) and math.isfinite(value) and value > 0
-        ):
-            raise ValueError(f"radius must be None or a finite number > 0, got {value!r}")
-    _check_run_args(horizon, runs, sampling, regs)
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+        raise ValueError(f"horizon must be an integer >= 1, got {horizon!r}")
     for s in schedules:
-        if not isinstance(s, StepSizeSchedule):
-            raise TypeError(f"schedules must be StepSizeSchedule objects, got {type(s).__name__}")
-        if getattr(s, "horizon", horizon) != horizon:
+        if isinstance(s, StepSizeSchedule) and getattr(s, "horizon", horizon) != horizon:
             raise ValueError(
                 f"{s.label}: the schedule was built for horizon {s.horizon}, the run has {horizon}"
             )
-
-    P, r, phi, gamma, mu = problem.P, problem.r, problem.phi, problem.gamma, problem.mu
-    d = phi.shape[1]
-    R = runs
-    dev = P.device
-    # The schedules are computed on the CPU, so every device steps with the same etas.
-    etas = torch.stack([s.values(horizon) for s in schedules], 1).to(dev)  # (T, K)
-    lam = torch.tensor(regs, dtype=torch.float64, device=dev)[:, None, None]  # (K, 1, 1)
-    tail_mask = torch.tensor(tails, device=dev)[:, None, None]  # (K, 1, 1)
-    polyak_mask = torch.tensor(polyaks, device=dev)[:, None, None]  # (K, 1, 1)
-    project = any(x is not None for x in radii)
-    rad = torch.tensor(
-        [math.inf if x is None else float(x) for x in radii], dtype=torch.float64, device=dev
-    )[:, None, None]  # (K, 1, 1)
-    tail_start = horizon // 2
-    gen = torch.Generator().manual_seed(seed)
-
-    def uniform(*shape: int) -> torch.Tensor:
-        return torch.rand(*shape, generator=gen, dtype=torch.float64).to(dev)
-
-    cdf_P = P.cumsum(1)
-    cdf_P[:, -1] = 1.0 + 1e-12  # rows end above every uniform draw despite rounding
-    cdf_mu = mu.cumsum(0)
-    cdf_mu[-1] = 1.0 + 1e-12
-
-    theta = torch.zeros(K, R, d, dtype=torch.float64, device=dev)
-    tail_sum = torch.zeros_like(theta)
-    all_sum = torch.zeros_like(theta) if any(polyaks) else None
-    state = torch.searchsorted(cdf_mu, uniform(R))
-    bar = tqdm(
-        total=horizon, disable=not progress, desc=f"TD(0) {sampling} T={horizon}", leave=False
-    )
-    t = 0
-    while t < horizon:
-        n = min(_CHUNK, horizon - t)
-        if sampling == "iid":
-            s = torch.searchsorted(cdf_mu, uniform(n, R))
-        else:
-            s = torch.empty(n, R, dtype=torch.long, device=dev)
-            u = uniform(n, R)
-            for i in range(n):  # a trajectory is sequential: s_{t+1} ~ P(s_t, .)
-                s[i] = state
-                state = torch.searchsorted(cdf_P[state], u[i : i + 1].T).squeeze(1)
-        if sampling == "iid":
-            u = uniform(n, R, 1)
-            s_next = torch.searchsorted(cdf_P[s], u).squeeze(-1)  # (n, R)
-        else:
-            s_next = torch.cat([s[1:], state[None]], 0)
-        phi_s, phi_next, r_s = phi[s], phi[s_next], r[s]  # (n, R, d), (n, R, d), (n, R)
-        for i in range(n):
-            # delta_t = r_t + gamma phi_t'^T theta_t - phi_t^T theta_t        (K, R)
-            delta = r_s[i] + (theta * (gamma * phi_next[i] - phi_s[i])).sum(-1)
-            # theta_{t+1} = theta_t + eta_t (delta_t phi_t - lambda theta_t)
-            theta = theta + etas[t + i][:, None, None] * (delta[..., None] * phi_s[i] - lam * theta)
-            if project:  # Pi_R(theta) = theta min(1, R / ||theta||)
-                norm = theta.norm(dim=-1, keepdim=True)
-                theta = theta * (rad / norm).clamp(max=1.0).nan_to_num(1.0)
-            if t + i + 1 > tail_start:
-                tail_sum += theta
-            if all_sum is not None:
-                all_sum += theta
-        t += n
-        bar.update(n)
-    bar.close()
-    tail_mean = tail_sum / (horizon - tail_start)
-    out = torch.where(tail_mask, tail_mean, theta)
-    if all_sum is not None:
-        out = torch.where(polyak_mask, all_sum / horizon, out)
-    return out
+    arms = [
+        Arm(s, g, rad, "polyak" if p else "tail" if tl else "last")
+        for s, g, rad, tl, p in zip(schedules, regs, radii, tails, polyaks, strict=True)
+    ]
+    return td0_grid([problem], arms, [horizon], runs, sampling, seed, progress)[0, 0]
 
 
 def td0(
