@@ -5,84 +5,95 @@ import pytest
 from icml26.td._results import summarise
 from icml26.td.demo import CLAIMS, verdict
 
-ROWS = list(CLAIMS)  # (sampling, reference) in row order
-OMEGAS = (0.02, 0.005)
+PROBLEMS = ("gamma=0.9 omega=0.02 chain=0", "gamma=0.99 omega=0.001 chain=0")
 
 
-def _summary(mean: float | None, se: float = 1e-5) -> dict:
-    return {"mean": mean, "se": None if mean is None else se, "diverged": float(mean is None)}
+def _slope(s: float | None, half: float = 0.1) -> dict | None:
+    return None if s is None else {"slope": s, "low": s - half, "high": s + half}
 
 
-def _setting(sampling: str, omega: float, exp=1e-3, oracle=1e-3, const=1e-3) -> dict:
-    return {
-        "sampling": sampling,
-        "omega": omega,
-        "exponential": _summary(exp),
-        "oracle": _summary(oracle),
-        "best constant": {"name": "constant 0.1", **_summary(const)},
-        "best 1/sqrt(t)": {"name": "1/sqrt(t) 1", **_summary(1e-3)},
-        "best tail-avg": {"name": "tail-avg constant 0.1", **_summary(1e-3)},
-        "exp slope (last 3 T)": -1.0,
+def _err(mean: float | None) -> list[dict]:
+    return [{"mean": mean, "se": None if mean is None else 1e-6}]
+
+
+def _problem(sampling: str, slope=-1.0, prior=-1.0) -> dict:
+    rec = {
+        "method": _err(1e-4),
+        "method slope": _slope(slope),
+        "best last-iterate": [{"name": "constant 0.01", **_err(1e-4)[0]}],
+        "best last-iterate slope": _slope(-1.0),
     }
+    if sampling == "markov":
+        rec |= {
+            "best prior work": [{"name": "mixing-time 1", **_err(1e-4)[0]}],
+            "best prior work slope": _slope(prior),
+            "bias floor": [1e-5],
+        }
+    return rec
 
 
 def _results(overrides: dict | None = None) -> dict:
-    """All settings matched; ``overrides[(sampling, omega)]`` replaces one setting's errors."""
+    """Every problem meets both rules; ``overrides[(sampling, problem)]`` changes one."""
     overrides = overrides or {}
-    settings = [
-        _setting(s, o, **overrides.get((s, o), {})) for s in ("iid", "markov") for o in OMEGAS
-    ]
-    return {"horizons": [1000, 10_000], "runs": 10, "match_factor": 2.0, "settings": settings}
-
-
-def _key(ref: str) -> str:
-    return {"oracle": "oracle", "best constant": "const"}[ref]
+    studies = {
+        s: {k: _problem(s, **overrides.get((s, k), {})) for k in PROBLEMS}
+        for s in ("iid", "markov")
+    }
+    return {
+        "horizons": [1000, 10_000, 100_000],
+        "fit horizons": [10_000, 100_000],
+        "runs": 10,
+        "rate_slack": 0.2,
+        "reg_scale": 1.0,
+        "studies": studies,
+    }
 
 
 def test_every_row_reproduced():
     claims, summary = verdict(_results())
-    assert [c["claim"] for c in claims] == [CLAIMS[r] for r in ROWS]
-    assert [c["verdict"] for c in claims] == ["reproduced"] * 4
+    assert [c["claim"] for c in claims] == [CLAIMS["iid"], CLAIMS["markov"]]
+    assert [c["verdict"] for c in claims] == ["reproduced"] * 2
     assert summary == "reproduced"
-    assert "1.00e-03 ± 1.0e-05" in claims[0]["evidence"]
-    assert "2/2" in claims[0]["evidence"]
+    assert "-1.00 [-1.10, -0.90]" in claims[0]["evidence"]
+    assert "2/2" in claims[0]["evidence"] and "bias floor 1.0e-05" in claims[1]["evidence"]
 
 
-@pytest.mark.parametrize("failing", ROWS)
-def test_only_one_row_fails(failing):
-    sampling, ref = failing
-    # exponential 3x worse than this reference at every omega: beyond the 2x tolerance
-    overrides = {(sampling, o): {_key(ref): 1e-3 / 3} for o in OMEGAS}
-    claims, summary = verdict(_results(overrides))
-    expected = ["not reproduced" if r == failing else "reproduced" for r in ROWS]
-    assert [c["verdict"] for c in claims] == expected
-    assert summary == summarise(expected) == "partly"
-    assert "0/2" in claims[ROWS.index(failing)]["evidence"]
-
-
-def test_half_the_omegas_is_partly_and_the_tolerance_is_inclusive():
-    overrides = {
-        ("iid", 0.02): {"oracle": 0.5e-3},  # exactly 2x: matched
-        ("iid", 0.005): {"oracle": 0.49e-3},  # just above 2x: not matched
-    }
-    claims, summary = verdict(_results(overrides))
-    assert claims[0]["verdict"] == "partly"
-    assert "1/2" in claims[0]["evidence"]
-    assert summary == "partly"
-
-
-def test_divergence():
-    # a diverged exponential run never matches; a diverged reference is matched by a finite one
-    overrides = {(s, o): {"exp": None} for s in ("iid", "markov") for o in OMEGAS}
-    claims, summary = verdict(_results(overrides))
-    assert [c["verdict"] for c in claims] == ["not reproduced"] * 4
-    assert summary == "not reproduced"
-    assert "diverged" in claims[0]["evidence"]
-    claims, _ = verdict(_results({("iid", 0.02): {"oracle": None}}))
+def test_iid_rule_is_on_the_interval_and_inclusive():
+    # interval [-0.9, -0.7]: ends above -0.8, not matched; [-1.0, -0.8]: exactly -0.8, matched
+    claims, _ = verdict(_results({("iid", PROBLEMS[0]): {"slope": -0.8}}))
+    assert claims[0]["verdict"] == "partly" and "1/2" in claims[0]["evidence"]
+    claims, _ = verdict(_results({("iid", PROBLEMS[0]): {"slope": -0.9}}))
     assert claims[0]["verdict"] == "reproduced"
+    assert claims[1]["verdict"] == "reproduced"  # the rows do not pool
+
+
+def test_markov_rule_compares_with_prior_work():
+    # method [-0.6, -0.4] against prior work [-1.1, -0.9]: no overlap, shallower: not matched
+    bad = {"slope": -0.5, "prior": -1.0}
+    claims, summary = verdict(_results({("markov", k): bad for k in PROBLEMS}))
+    assert [c["verdict"] for c in claims] == ["reproduced", "not reproduced"]
+    assert summary == summarise(["reproduced", "not reproduced"]) == "partly"
+    assert "0/2" in claims[1]["evidence"]
+    # steeper than prior work, or overlapping it: matched
+    claims, _ = verdict(_results({("markov", PROBLEMS[0]): {"slope": -1.5, "prior": -0.5}}))
+    assert claims[1]["verdict"] == "reproduced"
+    claims, _ = verdict(_results({("markov", PROBLEMS[0]): {"slope": -0.88, "prior": -1.05}}))
+    assert claims[1]["verdict"] == "reproduced"
+
+
+@pytest.mark.parametrize("sampling", ["iid", "markov"])
+def test_a_diverged_method_never_matches(sampling):
+    claims, _ = verdict(_results({(sampling, k): {"slope": None} for k in PROBLEMS}))
+    row = claims[0 if sampling == "iid" else 1]
+    assert row["verdict"] == "not reproduced" and "diverged" in row["evidence"]
+
+
+def test_a_diverged_prior_work_is_matched_by_a_finite_rate():
+    claims, _ = verdict(_results({("markov", PROBLEMS[0]): {"prior": None}}))
+    assert claims[1]["verdict"] == "reproduced"
 
 
 def test_verdict_is_pure():
-    results = _results({("markov", 0.02): {"const": 1e-4}})
+    results = _results({("iid", PROBLEMS[1]): {"slope": -0.3}})
     assert verdict(results) == verdict(results)
-    assert results == _results({("markov", 0.02): {"const": 1e-4}})
+    assert results == _results({("iid", PROBLEMS[1]): {"slope": -0.3}})

@@ -1,7 +1,8 @@
 """The demo's figures: error vs T (log-log) and the eta0 sensitivity sweep.
 
-Both read the demo's ``curves[sampling][omega][str(T)][schedule] = {"mean", "se", ...}``;
-a diverged mean (None) is left off the plot.
+Both read the demo's measurements (``experiment()``, also the results file):
+``studies[sampling][problem]`` with per-horizon ``{"mean", "se"}`` summaries; a diverged mean
+(None) is left off the plot. The first chain of each (gamma, omega) is drawn.
 """
 
 import math
@@ -15,16 +16,18 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 STYLE = {
-    "exponential": dict(color="C3", lw=2.5, marker="o", label="exponential, eta0=1/(1+gamma)"),
-    "oracle": dict(color="k", lw=1.8, ls="--", marker="s", label="oracle 1/(omega(1-gamma)t)"),
-    "constant": dict(color="C0", lw=1.5, marker="^", label="best constant (hindsight, per T)"),
-    "1/sqrt(t)": dict(color="C2", lw=1.5, marker="v", label="best 1/sqrt(t) (hindsight)"),
-    "tail-avg constant": dict(
-        color="C4", lw=1.5, marker="d", label="best tail-avg constant (hindsight)"
+    "method": dict(color="C3", lw=2.5, marker="o"),
+    "best last-iterate": dict(
+        color="C0", lw=1.5, marker="^", label="best last-iterate schedule (hindsight, per T)"
     ),
-    "exponential, no reg": dict(
-        color="C1", lw=1.2, ls=":", marker="x", label="exponential, no reg"
+    "oracle": dict(color="k", lw=1.5, ls="--", marker="s", label="oracle 1/(omega(1-gamma)t)"),
+    "best averaged": dict(
+        color="C4", lw=1.2, marker="d", label="best averaged schedule (hindsight, per T)"
     ),
+    "best prior work": dict(
+        color="C2", lw=1.5, marker="v", label="best prior-work fix (hindsight, per T)"
+    ),
+    "no reg": dict(color="C1", lw=1.2, ls=":", marker="x", label="exponential, no regularisation"),
 }
 
 
@@ -36,73 +39,89 @@ def _save(fig, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _mean(summary: dict) -> float:
-    return math.nan if summary["mean"] is None else summary["mean"]
+def _means(rows: list[dict]) -> list[float]:
+    return [math.nan if r["mean"] is None else r["mean"] for r in rows]
 
 
-def _best_mean(errs: dict, family: str) -> float:
-    means = [_mean(v) for k, v in errs.items() if k.startswith(family + " ")]
-    return min((m for m in means if not math.isnan(m)), default=math.nan)
+def _first_chains(study: dict) -> list[str]:
+    return [k for k in study if k.endswith("chain=0")]
 
 
-def _grid(curves: dict):
-    """One panel per (sampling, omega): rows are samplings, columns omegas."""
-    samplings = list(curves)
-    omegas = list(curves[samplings[0]])
+def plot_error_vs_T(measured: dict, path: Path) -> None:
+    studies, horizons = measured["studies"], measured["horizons"]
+    samplings = list(studies)
+    keys = _first_chains(studies[samplings[0]])
     fig, axes = plt.subplots(
         len(samplings),
-        len(omegas),
-        figsize=(4.2 * len(omegas), 3.6 * len(samplings)),
+        len(keys),
+        figsize=(3.6 * len(keys), 3.4 * len(samplings)),
         squeeze=False,
         sharex=True,
     )
-    return samplings, omegas, fig, axes
-
-
-def plot_error_vs_T(curves: dict, horizons: list[int], path: Path) -> None:
-    samplings, omegas, fig, axes = _grid(curves)
     for i, s in enumerate(samplings):
-        for j, o in enumerate(omegas):
-            ax = axes[i, j]
-            by_T = curves[s][o]
+        for j, k in enumerate(keys):
+            ax, r = axes[i, j], studies[s][k]
+            label = "exponential" if s == "iid" else "regularised exponential"
+            ax.loglog(horizons, _means(r["method"]), label=label, **STYLE["method"])
             for name, style in STYLE.items():
-                if name in ("exponential", "oracle", "exponential, no reg"):
-                    if name not in by_T[str(horizons[0])]:
-                        continue
-                    ys = [_mean(by_T[str(T)][name]) for T in horizons]
-                else:
-                    ys = [_best_mean(by_T[str(T)], name) for T in horizons]
-                ax.loglog(horizons, ys, **style)
-            ax.set_title(f"{s} sampling, omega={o}", fontsize=10)
+                if name != "method" and name in r:
+                    ax.loglog(horizons, _means(r[name]), **style)
+            if "bias floor" in r:
+                ax.loglog(horizons, r["bias floor"], color="0.5", lw=1, ls="-.", label="bias floor")
+            ax.set_title(f"{s}, {k.removesuffix(' chain=0')}", fontsize=9)
             ax.grid(True, which="both", alpha=0.3)
             if i == len(samplings) - 1:
                 ax.set_xlabel("horizon T")
             if j == 0:
                 ax.set_ylabel("||V_theta_T - V*||_D^2")
-    handles, labels = axes[-1, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, -0.06))
-    fig.suptitle("TD(0) last-iterate error vs horizon (mean over seeds)")
+    handles = {}
+    for ax in axes[:, 0]:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="lower center",
+        ncol=4,
+        fontsize=8,
+        bbox_to_anchor=(0.5, -0.05),
+    )
+    fig.suptitle("TD(0) error vs horizon (mean over seeds; first chain of each setting)")
     _save(fig, path)
 
 
-def plot_eta0_sweep(curves: dict, eta0_grid, T: int, path: Path) -> None:
-    samplings, omegas, fig, axes = _grid(curves)
-    fams = ["exponential", "constant", "1/sqrt(t)", "tail-avg constant"]
+def plot_eta0_sweep(measured: dict, path: Path) -> None:
+    studies = measured["studies"]
+    samplings = list(studies)
+    T = measured["horizons"][-1]
+    fig, axes = plt.subplots(1, len(samplings), figsize=(5.5 * len(samplings), 4), squeeze=False)
     for i, s in enumerate(samplings):
-        for j, o in enumerate(omegas):
-            ax = axes[i, j]
-            errs = curves[s][o][str(T)]
-            for fam in fams:
-                ys = [_mean(errs[f"{fam} {eta:g}"]) for eta in eta0_grid]
-                style = {k: v for k, v in STYLE[fam].items() if k != "label"}
-                ax.loglog(eta0_grid, ys, label=fam, **style)
-            ax.axhline(_mean(errs["oracle"]), color="k", ls="--", lw=1, label="oracle")
-            ax.set_title(f"{s}, omega={o}, T={T}", fontsize=10)
-            ax.grid(True, which="both", alpha=0.3)
-            if i == len(samplings) - 1:
-                ax.set_xlabel("eta0 (or constant eta)")
-            if j == 0:
-                ax.set_ylabel("error at T (diverged: off the plot)")
-    axes[0, 0].legend(fontsize=7)
+        ax = axes[0, i]
+        for j, k in enumerate(_first_chains(studies[s])):
+            r = studies[s][k]
+            etas = [float(e) for e in r["eta0 sweep"]]
+            name = k.removesuffix(" chain=0")
+            ax.loglog(
+                etas,
+                _means(list(r["eta0 sweep"].values())),
+                color=f"C{j}",
+                marker="o",
+                label=f"exponential, {name}",
+            )
+            consts = [float(e) for e in r["constant sweep"]]
+            ax.loglog(
+                consts,
+                _means(list(r["constant sweep"].values())),
+                color=f"C{j}",
+                ls=":",
+                marker=".",
+                lw=1,
+            )
+        ax.set_title(f"{s} sampling, T={T} (dotted: constant step eta)", fontsize=10)
+        ax.set_xlabel("eta0 (exponential) or eta (constant)")
+        ax.grid(True, which="both", alpha=0.3)
+        if i == 0:
+            ax.set_ylabel("error at T (diverged: off the plot)")
+        ax.legend(fontsize=7)
     fig.suptitle("Sensitivity to the step-size scale")
     _save(fig, path)
