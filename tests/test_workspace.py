@@ -275,17 +275,29 @@ def test_every_member_has_a_ci_workflow_and_the_committed_ones_are_generated():
     assert not stale, f"run `uv run tools/workflows.py`: {stale} differ from the generator"
 
 
+def _has_unreleased_entries(m) -> bool:
+    text = (m.path / "CHANGELOG.md").read_text()
+    section = text.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
+    return any(line.startswith("- ") for line in section.splitlines())
+
+
 def test_release_dry_run_changes_nothing():
-    before = {p: p.read_text() for p in (BY_NAME["icml26-td"].path).glob("*.*") if p.is_file()}
+    # a member with changes waiting (a release needs entries under [Unreleased])
+    m = next(
+        m
+        for m in MEMBERS
+        if m.name not in ("icml26-kernels", "icml26-testing") and _has_unreleased_entries(m)
+    )
+    before = {p: p.read_text() for p in m.path.glob("*.*") if p.is_file()}
     out = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "release.py"), "icml26-td", "9.0.0", "--dry-run"],
+        [sys.executable, str(ROOT / "tools" / "release.py"), m.name, "9.0.0", "--dry-run"],
         capture_output=True,
         text=True,
         cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
-    assert "uv build --package icml26-td --sdist --wheel" in out.stdout
-    assert "twine check" in out.stdout and "git tag icml26-td-v9.0.0" in out.stdout
+    assert f"uv build --package {m.name} --sdist --wheel" in out.stdout
+    assert "twine check" in out.stdout and f"git tag {m.name}-v9.0.0" in out.stdout
     after = {p: p.read_text() for p in before}
     assert before == after
     bad = subprocess.run(
@@ -332,12 +344,14 @@ def test_a_project_outside_depends_on_one_package_by_range_and_one_by_path(tmp_p
     range (from a folder of wheels standing in for the index) and on icml26-cdnv by path."""
     dist = tmp_path / "dist"
     env, project = _user_project(tmp_path, ["icml26-td"], dist)
+    major, minor = (int(x) for x in BY_NAME["icml26-td"].version.split(".")[:2])
+    pin = f"icml26-td>={major}.{minor},<{major}.{minor + 1}"  # the current minor series
     (project / "pyproject.toml").write_text(
         f"""[project]
 name = "user-project"
 version = "0.0.0"
 requires-python = ">=3.11"
-dependencies = ["icml26-td>=0.1,<0.2", "icml26-cdnv"]
+dependencies = ["{pin}", "icml26-cdnv"]
 
 [tool.uv.sources]
 icml26-td = {{ index = "built" }}
