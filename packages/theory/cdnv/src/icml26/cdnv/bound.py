@@ -31,10 +31,27 @@ leading term 4 V~, three finite-shot terms combined as (sqrt + sqrt + sqrt)^2, t
 denominator ``(1 + (v_j - v_i)/(m d^2))^2``, the union over competitors averaged over classes),
 with every term derived above and computed from the class moments; Cantelli's
 ``s / (s + mu^2)`` replaces Chebyshev's ``s / mu^2`` (never larger, and at most 1). The finite-shot
-terms vanish as 1/m, leaving ``4 V~ / (1 + 4 V~)`` per pair.
+terms vanish as 1/m, leaving ``4 V~_ij / (1 + 4 V~_ij)`` per pair, with the per-pair
+``V~_ij = u^T Sigma_i u / ||Delta_ij||^2`` of the query's class (the average of the pair's two
+ordered entries is V~ in the "mean" convention of ``measures``).
+
+``variant="authors"`` is the authors' formula as published (``compute_new_error_bound`` in
+``bound_analysis/new_bound_core.py``, with the per-pair metrics of ``compute_pairwise_metrics``
+in their ``eval_utils/geometry.py``), in the same per-pair quantities:
+
+    V_ij   = (tr Sigma_i + tr Sigma_j) / d2          V~_ij = u^T Sigma_i u / d2
+    Theta_ij = (E||x_i - mu_i||^4 + E||x_j - mu_j||^4) / d2^2
+    A_T = (4/m)(V_ij^2 + V_ij / 4),  A_S = V_ij / m,  A_Q = (Theta_ij + 2 (m - 1) V_ij^2) / m^3
+    bound_ij = (4 V~_ij + (sqrt A_T + sqrt A_S + sqrt A_Q)^2) / (1 + (v_j - v_i) / (m d2))^2
+
+i.e. Chebyshev in the classical V, not clamped (it can exceed 1), summed over competitors and
+averaged over classes. Differences from their code: population covariances (they divide by
+n - 1), and ``fewshot_bound`` scales the union by ``(w - 1)/(C - 1)`` for w-way episodes as for
+our variant (their code evaluates 2-way tasks on two classes).
 """
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import torch
@@ -42,16 +59,40 @@ import torch
 from icml26.cdnv.measures import squared_distances
 from icml26.cdnv.stats import ClassStats
 
+Variant = Literal["ours", "authors"]
 
-def pairwise_bound(stats: ClassStats, shots: int) -> torch.Tensor:
-    """(C, C) bound on P(class-i query is closer to class j's m-shot centroid); diagonal 0."""
+
+def _authors_pairwise(stats: ClassStats, m: float, d2s: torch.Tensor) -> torch.Tensor:
+    """The authors' per-pair bound (module docstring), unclamped; diagonal not yet zeroed."""
+    v = stats.total_variance
+    V = (v[:, None] + v[None, :]) / d2s
+    v_tilde = stats.directional() / d2s.pow(2)  # [i, j] = u^T Sigma_i u / d2
+    m4 = stats.fourth + v.pow(2)  # E||x - mu||^4 = Var||x - mu||^2 + (tr Sigma)^2
+    theta = (m4[:, None] + m4[None, :]) / d2s.pow(2)
+    a_t = (4 / m) * (V.pow(2) + 0.25 * V)
+    a_s = V / m
+    a_q = (theta + 2 * (m - 1) * V.pow(2)) / m**3
+    spread = 4 * v_tilde + (a_t.sqrt() + a_s.sqrt() + a_q.sqrt()).pow(2)
+    return spread / (1 + (v[None, :] - v[:, None]) / (m * d2s)).pow(2)
+
+
+def pairwise_bound(stats: ClassStats, shots: int, variant: Variant = "ours") -> torch.Tensor:
+    """(C, C) bound on P(class-i query is closer to class j's m-shot centroid); diagonal 0.
+
+    ``variant="ours"`` (Cantelli, exact finite-shot moments, at most 1) or ``"authors"`` (their
+    published Chebyshev form, unclamped); see the module docstring.
+    """
     if isinstance(shots, bool) or not isinstance(shots, int) or shots < 1:
         raise ValueError(f"shots must be an integer >= 1, got {shots!r}")
+    if variant not in ("ours", "authors"):
+        raise ValueError(f"variant must be 'ours' or 'authors', got {variant!r}")
     m = float(shots)
     d2 = squared_distances(stats)  # (C, C), plug-in
     C = stats.n_classes
     off = ~torch.eye(C, dtype=torch.bool, device=d2.device)
     d2s = torch.where(off, d2, 1.0)
+    if variant == "authors":
+        return torch.where(off, _authors_pairwise(stats, m, d2s), torch.zeros_like(d2s))
     d4 = d2s.pow(2)
     v = stats.total_variance
     lead = 4 * stats.directional() / d4  # [i, j] = 4 u^T Sigma_i u / ||Delta_ij||^2
@@ -72,22 +113,28 @@ def pairwise_bound(stats: ClassStats, shots: int) -> torch.Tensor:
 
 
 def fewshot_bound(
-    stats: ClassStats, shots: int | Sequence[int], ways: int | None = None
+    stats: ClassStats,
+    shots: int | Sequence[int],
+    ways: int | None = None,
+    variant: Variant = "ours",
 ) -> float | list[float]:
     """Upper bound on the expected m-shot NCC error of ``ways``-way episodes over the classes of
     ``stats`` (default: all classes in every episode).
 
     ``(1/C) sum_i min(1, (w - 1)/(C - 1) sum_{j != i} bound_ij)``: the union bound over the
     w - 1 competitors of a random episode, in expectation (E min(1, S) <= min(1, E S)). A list
-    of shots gives a list of bounds.
+    of shots gives a list of bounds. ``variant="authors"`` uses their per-pair formula and, as
+    their code does, no clamp at 1.
     """
     if isinstance(shots, Sequence):
-        return [fewshot_bound(stats, m, ways) for m in shots]
+        return [fewshot_bound(stats, m, ways, variant) for m in shots]
     C = stats.n_classes
     w = C if ways is None else ways
     if not 2 <= w <= C:
         raise ValueError(f"ways must lie in [2, {C}], got {ways}")
-    per_class = (pairwise_bound(stats, shots).sum(1) * (w - 1) / (C - 1)).clamp_max(1.0)
+    per_class = pairwise_bound(stats, shots, variant).sum(1) * (w - 1) / (C - 1)
+    if variant == "ours":
+        per_class = per_class.clamp_max(1.0)
     return per_class.mean().item()
 
 

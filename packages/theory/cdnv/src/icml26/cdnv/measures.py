@@ -6,9 +6,11 @@ For classes i != j with means mu, covariances Sigma, ``Delta_ij = mu_i - mu_j`` 
     V_ij  = (tr Sigma_i + tr Sigma_j) / ||Delta_ij||^2                (CDNV, Galanti et al. 2022)
     V~_ij = (u^T Sigma_i u + u^T Sigma_j u) / ||Delta_ij||^2          (directional CDNV)
 
-Convention: ``convention="sum"`` (default) is the formula above, the one under which the few-shot
-bound's leading term is ``4 V~``; ``convention="mean"`` divides both by 2, as Galanti et al. (2022)
-write the CDNV. On isotropic classes (Sigma = s^2 I) V~ = V / d under either convention.
+Convention: ``convention="sum"`` (default) is the formula above; ``convention="mean"`` divides
+both by 2, as Galanti et al. (2022) write the CDNV. The few-shot bound's leading term is
+``4 u^T Sigma_i u / ||Delta_ij||^2`` for each ordered pair (i the query's class); averaged over the
+pair's two orders it is ``4 V~`` in the "mean" convention, ``2 V~`` in the "sum" one. On isotropic
+classes (Sigma = s^2 I) V~ = V / d under either convention.
 
 Plug-in means inflate ``||Delta||^2`` by about ``tr Sigma_i / n_i + tr Sigma_j / n_j``.
 ``cross_fit=True`` replaces ``||Delta||^2`` by ``<Delta^(1), Delta^(2)>``, the inner product of the
