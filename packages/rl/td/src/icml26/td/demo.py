@@ -279,7 +279,7 @@ class _Errors:
         return rows
 
 
-def _study(cfg: DemoConfig, problems: dict, sampling: str, device: str) -> dict:
+def _study(cfg: DemoConfig, problems: dict, sampling: str) -> dict:
     """One pass over every problem for one sampling scheme; per-problem measurements."""
     horizons = sorted(cfg.horizons)
     keys = list(problems)
@@ -406,7 +406,7 @@ def experiment(cfg: DemoConfig) -> dict:
     device = resolve_device(cfg.device)
     problems = _problems(cfg, device)
     horizons = sorted(cfg.horizons)
-    studies = {s: _study(cfg, problems, s, device) for s in ("iid", "markov")}
+    studies = {s: _study(cfg, problems, s) for s in ("iid", "markov")}
     extras = {}
     if cfg.extra_problems:
         extras = _extra_problems(
