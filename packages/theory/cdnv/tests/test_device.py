@@ -38,8 +38,15 @@ def test_measures_and_bound_run_on_the_features_device(device):
     x, y = _classes()
     want, got = class_stats(x, y), class_stats(x.to(device), y.to(device))
     assert got.means.device.type == torch.device(device).type
-    assert got.classes.device == got.counts.device == got.mean_quadratic.device
-    for f in ("means", "total_variance", "frob_sq", "mean_quadratic", "fourth", "fold_means"):
+    assert got.classes.device == got.counts.device == got.directional_quadratic.device
+    for f in (
+        "means",
+        "total_variance",
+        "frob_sq",
+        "directional_quadratic",
+        "fourth",
+        "fold_means",
+    ):
         torch.testing.assert_close(getattr(got, f).cpu(), getattr(want, f), rtol=1e-9, atol=1e-12)
     for measure in (cdnv, directional_cdnv):
         for cross_fit in (False, True):
@@ -56,8 +63,9 @@ def test_measures_and_bound_run_on_the_features_device(device):
 
 def test_streaming_stats_stay_on_the_first_chunks_device(device):
     x, y = _classes()
-    acc = StreamingClassStats(flush_rows=50).update(x[:100].to(device), y[:100])
-    got = acc.update(x[100:], y[100:].to(device)).finalize()  # later chunks follow the first
+    acc = StreamingClassStats().update(x[:100].to(device), y[:100])
+    acc.update(x[100:], y[100:].to(device)).second_pass()  # later chunks follow the first
+    got = acc.update(x, y).finalize()
     assert got.means.device.type == torch.device(device).type
     torch.testing.assert_close(got.means.cpu(), class_stats(x, y).means, rtol=1e-9, atol=1e-12)
 

@@ -11,6 +11,7 @@ from icml26.cdnv import (
     decision_axis_cosines,
     directional_cdnv,
 )
+from icml26.cdnv.stats import exact_class_stats
 from icml26.testing import assert_close
 
 
@@ -68,35 +69,72 @@ def test_invariant_to_global_scale_and_rotation():
         assert_close(f(moved).matrix, f(base).matrix, atol=1e-10, rtol=1e-8)
 
 
-def test_streaming_equals_batch_and_accepts_numpy_chunks():
-    x, y, _ = gaussian_classes(C=5, d=10, n=700)
-    perm = torch.randperm(len(x))
+def test_streaming_equals_exact_and_accepts_numpy_chunks():
+    x, y, _ = gaussian_classes(C=5, d=10, n=700, scales=torch.linspace(0.3, 2.0, 10).double())
+    perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(0))
     x, y = x[perm], y[perm]
-    batch = class_stats(x, y, chunk_size=len(x))
-    acc = StreamingClassStats(flush_rows=64)
+    exact = exact_class_stats(x, y)
+    acc = StreamingClassStats()
     for i in range(0, len(x), 333):
         acc.update(x[i : i + 333].numpy(), y[i : i + 333].numpy())
+    acc.second_pass()
+    for i in range(0, len(x), 500):  # the second pass may chunk differently
+        acc.update(x[i : i + 500], y[i : i + 500])
     stream = acc.finalize()
-    for field in ("means", "total_variance", "frob_sq", "mean_quadratic", "fourth", "covs"):
+    for field in ("means", "total_variance", "directional_quadratic", "fourth", "fold_means"):
         assert_close(
-            getattr(stream, field), getattr(batch, field), atol=1e-9, rtol=1e-9, name=field
+            getattr(stream, field), getattr(exact, field), atol=1e-9, rtol=1e-9, name=field
         )
-    direct = torch.stack([torch.cov(x[y == c].T, correction=0) for c in range(5)])
-    assert_close(batch.covs, direct, atol=1e-10, rtol=1e-8)
+    covs = torch.stack([torch.cov(x[y == c].T, correction=0) for c in range(5)])
+    assert_close(exact.frob_sq, covs.pow(2).sum((1, 2)), atol=0, rtol=1e-10)
+    delta = exact.means[0] - exact.means[3]
+    assert_close(exact.directional_quadratic[0, 3], delta @ covs[0] @ delta, atol=0, rtol=1e-10)
+    # tr Sigma^2 is estimated from same-class pairs: unbiased, a few per cent at n = 700
+    assert_close(stream.frob_sq, exact.frob_sq, atol=0, rtol=0.1)
     centred = [x[y == c] - x[y == c].mean(0) for c in range(5)]
     fourth = torch.stack([z.pow(2).sum(1).var(correction=0) for z in centred])
-    assert_close(batch.fourth, fourth, atol=1e-8, rtol=1e-8)
-    # An iterable of chunks works too.
+    assert_close(stream.fourth, fourth, atol=1e-8, rtol=1e-8)
+    # A list of chunks works too; a generator cannot be read twice.
     from icml26.cdnv.stats import chunks
 
-    assert_close(class_stats(chunks(x, y, 100)).means, batch.means)
+    assert_close(class_stats(chunks(x, y, 100)).means, exact.means)
+    with pytest.raises(ValueError, match="re-iterable"):
+        class_stats(iter(chunks(x, y, 100)))
 
 
-def test_wide_features_use_float32_second_moments_within_tolerance():
-    x, y, _ = gaussian_classes(C=3, d=300, n=500, spread=1.0)
-    st = class_stats(x, y)
-    direct = torch.stack([torch.cov(x[y == c].T, correction=0) for c in range(3)])
-    assert_close(st.total_variance, direct.diagonal(dim1=1, dim2=2).sum(1), atol=1e-6, rtol=1e-5)
+def test_partial_statistics_merge_to_the_whole():
+    x, y, _ = gaussian_classes(C=4, d=8, n=300)
+    perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(1))
+    x, y = x[perm], y[perm]
+    shards = [(x[r::3], y[r::3]) for r in range(3)]  # three "ranks"
+    accs = [StreamingClassStats(num_classes=4).update(*s) for s in shards]
+    for a in accs[1:]:
+        accs[0].merge(a)
+    for a in accs[1:]:  # every rank gets the reduced pass-1 sums, as all_reduce would give
+        for k in ("n", "s1", "fold_s", "fold_n"):
+            a._state[k] = accs[0]._state[k].clone()
+    for a, s in zip(accs, shards, strict=True):
+        a.second_pass().update(*s)
+    for a in accs[1:]:
+        accs[0].merge(a)
+    merged, whole = accs[0].finalize(), class_stats(x, y)
+    for field in ("counts", "means", "total_variance", "directional_quadratic", "fourth"):
+        assert_close(getattr(merged, field), getattr(whole, field), atol=1e-9, rtol=1e-9)
+    for f in (cdnv, directional_cdnv):
+        assert f(merged).mean == pytest.approx(f(whole).mean, rel=1e-9)
+
+
+def test_passes_must_see_the_same_samples():
+    x, y, _ = gaussian_classes(C=3, d=4, n=50)
+    acc = StreamingClassStats().update(x, y).second_pass().update(x[:-10], y[:-10])
+    with pytest.raises(ValueError, match="feed the same samples to both passes"):
+        acc.finalize()
+    with pytest.raises(ValueError, match="second_pass"):
+        StreamingClassStats().update(x, y).finalize()
+    with pytest.raises(ValueError, match="not seen in the first pass"):
+        StreamingClassStats().update(x, y).second_pass().update(x[:2], torch.tensor([7, 7]))
+    with pytest.raises(ValueError, match="outside"):
+        StreamingClassStats(num_classes=2).update(x, y)
 
 
 def test_cross_fitting_removes_the_distance_inflation():
@@ -165,3 +203,36 @@ def test_decision_axis_cosines():
     assert decision_axis_cosines(mixed, z[:, :2])[0, 1] > 0.99  # one axis for both: |cos| = 1
     with pytest.raises(ValueError, match="exactly 2 classes"):
         decision_axis_cosines(x, torch.zeros(5000, 1))
+
+
+def test_collapse_ratio_is_one_for_isotropic_classes_and_the_metric_reports_it():
+    from icml26.cdnv import CDNVMetric, collapse_ratio
+
+    x, y, _ = gaussian_classes(C=4, d=16, n=5000)
+    st = class_stats(x, y)
+    assert collapse_ratio(st) == pytest.approx(1.0, abs=0.05)
+    assert collapse_ratio(st, "mean") == pytest.approx(collapse_ratio(st))
+    # Means that differ in 4 of 16 coordinates, classes narrow in exactly those: collapse.
+    g = torch.Generator().manual_seed(1)
+    means = torch.zeros(4, 16, dtype=torch.float64)
+    means[:, :4] = 3 * torch.randn(4, 4, generator=g, dtype=torch.float64)
+    scales = torch.ones(16, dtype=torch.float64)
+    scales[:4] = 0.05
+    ys = torch.arange(4).repeat_interleave(3000)
+    xs = means[ys] + scales * torch.randn(len(ys), 16, generator=g, dtype=torch.float64)
+    st_s = class_stats(xs, ys)
+    assert collapse_ratio(st_s) < 0.01
+    metric = CDNVMetric(num_classes=4, shots=(1, 5))
+    with pytest.raises(ValueError, match="second_pass"):
+        metric.compute()
+    values = metric.measure([(xs[i : i + 999], ys[i : i + 999]) for i in range(0, len(xs), 999)])
+    assert values["V~ d / V"] == pytest.approx(collapse_ratio(st_s), rel=1e-9)
+    assert set(values) >= {
+        "V",
+        "V~",
+        "V~ (cross-fit)",
+        "1-shot bound (ours)",
+        "5-shot bound (authors)",
+    }
+    with pytest.raises(ValueError, match="num_classes"):
+        CDNVMetric(1)

@@ -1,12 +1,15 @@
 import pytest
 import torch
+import torch.distributed as dist
 
 from icml26.cdnv import (
     CDNVMonitor,
     ImageAugment,
     MLPEncoder,
     MultitaskGenerator,
+    StreamingClassStats,
     barlow_twins_loss,
+    class_stats,
     load_digits_images,
     projector,
     simclr_loss,
@@ -73,10 +76,10 @@ def test_multitask_generator_labelings_are_independent_and_balanced():
     assert corr[~torch.eye(4, dtype=bool)].abs().max() < 0.05
 
 
-def _ddp_ssl(epochs: int):
+def _ddp_ssl_and_stats(epochs: int):
     torch.manual_seed(0)
-    x, _ = load_digits_images()
-    x = x[:256]
+    x, y = load_digits_images()
+    x, y = x[:256], y[:256]
     aug = ImageAugment()
 
     def views(idx, gen):
@@ -84,11 +87,21 @@ def _ddp_ssl(epochs: int):
 
     enc = MLPEncoder(64, 32, 8)
     train_ssl(enc, projector(8, 32, 16), views, len(x), "simclr", epochs, 32, progress=False)
-    return [p.detach().clone() for p in enc.parameters()]
+    # Each rank streams its own shard through both passes; all_reduce sums the partial sums.
+    rank, world = dist.get_rank(), dist.get_world_size()
+    feats = x.flatten(1)[rank::world].double()
+    acc = StreamingClassStats(num_classes=10).update(feats, y[rank::world]).all_reduce()
+    stats = acc.second_pass().update(feats, y[rank::world]).all_reduce().finalize()
+    return [p.detach().clone() for p in enc.parameters()], stats
 
 
 @pytest.mark.distributed
-def test_ssl_training_runs_under_two_gloo_ranks_with_identical_weights():
-    ranks = run_distributed(_ddp_ssl, 2, world_size=2)
-    for a, b in zip(ranks[0], ranks[1], strict=True):
+def test_two_gloo_ranks_train_identical_weights_and_reduce_the_statistics():
+    ranks = run_distributed(_ddp_ssl_and_stats, 2, world_size=2)
+    for a, b in zip(ranks[0][0], ranks[1][0], strict=True):
         assert torch.equal(a, b)
+    x, y = load_digits_images()
+    whole = class_stats(x[:256].flatten(1).double(), y[:256])
+    for stats in (ranks[0][1], ranks[1][1]):
+        for f in ("counts", "means", "total_variance", "directional_quadratic", "fourth"):
+            torch.testing.assert_close(getattr(stats, f), getattr(whole, f), rtol=1e-9, atol=1e-9)

@@ -37,14 +37,16 @@ class PairwiseCDNV(NamedTuple):
 
 def squared_distances(stats: ClassStats, cross_fit: bool = False) -> torch.Tensor:
     """(C, C) ``||mu_i - mu_j||^2`` (plug-in or cross-fitted); raises on a non-positive entry."""
+    # Through (C, C) Gram matrices of centred means, never a (C, C, d) difference tensor:
+    # <a_i - a_j, b_i - b_j> = a_i.b_i + a_j.b_j - a_i.b_j - a_j.b_i.
+    centre = stats.means.mean(0)
     if cross_fit:
-        a, b = stats.fold_means[0], stats.fold_means[1]
-        da = a[:, None, :] - a[None, :, :]
-        db = b[:, None, :] - b[None, :, :]
-        d2 = (da * db).sum(-1)
+        a, b = stats.fold_means[0] - centre, stats.fold_means[1] - centre
     else:
-        diff = stats.means[:, None, :] - stats.means[None, :, :]
-        d2 = diff.pow(2).sum(-1)
+        a = b = stats.means - centre
+    G = a @ b.T
+    g = torch.diagonal(G)
+    d2 = g[:, None] + g[None, :] - G - G.T
     C = stats.n_classes
     off = ~torch.eye(C, dtype=torch.bool, device=d2.device)
     scale = stats.total_variance.max().clamp_min(1e-300)

@@ -1,44 +1,51 @@
-"""Per-class first, second and fourth moments of features, accumulated in one streaming pass.
+"""Per-class moments of features in O(C^2 + C d) memory, streamed in two passes, mergeable.
 
-Everything the measures and the few-shot bound need is a function of, per class c:
-the count n_c, the mean mu_c, the covariance Sigma_c (population, 1/n), and
-``Theta_c = Var ||x - mu_c||^2`` (the fourth-moment term of the bound). One pass over the
-data accumulates, per class and in float64, shifted raw sums
+Everything the measures and the few-shot bounds need is, per class c: the count n_c, the mean
+mu_c, ``tr Sigma_c``, ``tr Sigma_c^2``, ``Theta_c = Var ||x - mu_c||^2``, and per ordered pair
+(a, b) the directional quadratic ``Delta_ab^T Sigma_a Delta_ab`` (``Delta_ab = mu_a - mu_b``).
+None of them needs a d x d covariance:
 
-    n, sum y, sum y y^T, sum ||y||^2 y, sum ||y||^4        with y = x - s_c
+- pass 1 sums, per class, the samples (and two folds of alternate samples, for cross-fitting);
+- pass 2, with the means fixed, projects each centred sample z = x - mu_a on the C class means,
+  ``p = M z``, and adds ``(p_a - p_b)^2 = (z . Delta_ab)^2`` to entry (a, b): an (N, C) product
+  per chunk, a (C, C) accumulator. ``||z||^2`` and ``||z||^4`` give tr Sigma and Theta exactly.
+- ``tr Sigma^2 = E[(z . z')^2]`` over independent same-class pairs is estimated by the mean of
+  ``(z_s . z_t)^2`` over pairs of same-class samples less than ``lags`` apart in the stream (each
+  class also carries its last sample into the next chunk). The estimate is unbiased up to the
+  plug-in mean (each pair term has expectation tr Sigma^2); it only enters the finite-shot terms
+  of this package's own bound.
 
-where the shift s_c is the first sample of class c seen (it keeps the raw sums small, so
-subtracting them loses no precision). Samples also go alternately to two folds, whose means
-give the cross-fitted squared distances. Chunks of any size can be fed (``update``), so a data
-set that does not fit in memory streams through.
+All state is a handful of sums (float64), so partial statistics from several processes or data
+shards add up: ``merge`` (in process) and ``all_reduce`` (``torch.distributed``, every rank
+with the same ``num_classes``) reduce them, after each pass. Memory: pass 1 holds (2 + 1) C d
+numbers, pass 2 a (C, C) matrix plus one carried sample per class; a chunk of k rows adds an
+(k, C) projection. At C = 1000, d = 2048 that is ~50 MB plus ~8 k KB, where a per-class
+covariance would take 34 GB (float64).
 
-The sums live on the device of the first chunk (later chunks are moved there), so features that
-are on a GPU are reduced there; the statistics come back on that device.
+The sums live on the device of the first chunk (later chunks are moved there).
 """
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 
 @dataclass(frozen=True)
 class ClassStats:
-    """Sufficient statistics of C classes in d dimensions for the measures and the bound.
+    """Sufficient statistics of C classes in d dimensions for the measures and the bounds.
 
-    Attributes (float64 tensors):
-        classes: (C,) the label of each row.
+    Attributes (float64 tensors unless said):
+        classes: (C,) int64, the label of each row.
         counts: (C,) samples per class.
         means: (C, d) class means mu_c.
         total_variance: (C,) tr Sigma_c (covariances normalised by n_c).
-        frob_sq: (C,) tr Sigma_c^2 = ||Sigma_c||_F^2.
-        mean_quadratic: (C, C, C) entry [k, a, b] = (mu_a - m)^T Sigma_k (mu_b - m), m the mean
-            of the class means: every directional variance Delta_ab^T Sigma_k Delta_ab follows
-            from it without keeping the d x d covariances.
+        frob_sq: (C,) an estimate of tr Sigma_c^2 (see the module docstring).
+        directional_quadratic: (C, C) entry [a, b] = ``Delta_ab^T Sigma_a Delta_ab``: the
+            variance of class a along its axis to class b, times ``||Delta_ab||^2``.
         fourth: (C,) Theta_c = Var ||x - mu_c||^2.
         fold_means: (2, C, d) class means of the two folds (alternate samples).
-        covs: (C, d, d) covariances, or None when they were not kept (large C d^2).
     """
 
     classes: torch.Tensor
@@ -46,10 +53,9 @@ class ClassStats:
     means: torch.Tensor
     total_variance: torch.Tensor
     frob_sq: torch.Tensor
-    mean_quadratic: torch.Tensor
+    directional_quadratic: torch.Tensor
     fourth: torch.Tensor
     fold_means: torch.Tensor
-    covs: torch.Tensor | None = None
 
     @property
     def n_classes(self) -> int:
@@ -59,17 +65,9 @@ class ClassStats:
     def dim(self) -> int:
         return self.means.shape[1]
 
-    def directional(self, k: int | None = None) -> torch.Tensor:
-        """(C, C) ``Delta_ab^T Sigma_k Delta_ab`` for class k; with k=None, entry [a, b] uses
-        Sigma_a (the variance of class a along its axis to b)."""
-        P = self.mean_quadratic
-        if k is not None:
-            d = torch.diagonal(P[k])
-            return d[:, None] + d[None, :] - 2 * P[k]
-        idx = torch.arange(self.n_classes, device=P.device)
-        diag = torch.diagonal(P, dim1=1, dim2=2)  # (k, a): P[k, a, a]
-        own = P[idx, idx, :]  # [a, b] = P[a, a, b]
-        return diag[idx, idx][:, None] + diag - 2 * own
+    def directional(self) -> torch.Tensor:
+        """(C, C) ``Delta_ab^T Sigma_a Delta_ab`` (entry [a, b])."""
+        return self.directional_quadratic
 
     def subset(self, classes) -> "ClassStats":
         """The statistics of some classes only (by label)."""
@@ -78,17 +76,15 @@ class ClassStats:
             idx = torch.tensor([labels.index(int(c)) for c in classes], device=self.means.device)
         except ValueError:
             raise ValueError(f"classes {list(classes)} are not all among {labels}") from None
-        P = self.mean_quadratic[idx][:, idx][:, :, idx]
         return ClassStats(
             self.classes[idx],
             self.counts[idx],
             self.means[idx],
             self.total_variance[idx],
             self.frob_sq[idx],
-            P,
+            self.directional_quadratic[idx][:, idx],
             self.fourth[idx],
             self.fold_means[:, idx],
-            None if self.covs is None else self.covs[idx],
         )
 
 
@@ -102,24 +98,79 @@ def _to_tensor(x, name: str, ndim: int) -> torch.Tensor:
     return x
 
 
-class StreamingClassStats:
-    """Accumulate ``ClassStats`` over chunks: ``update(features, labels)`` then ``finalize()``.
+_PASS1 = ("n", "s1", "fold_s", "fold_n")
+_PASS2 = ("n2", "s2", "s4", "dq", "pair_s", "pair_n")
 
-    Rows are buffered per class and folded into the sums ``flush_rows`` at a time, so the d x d
-    second-moment update is amortised over many rows even when a chunk holds few rows of each
-    class. For d > 256 the d x d second moments are accumulated in float32 (twice as fast and half
-    the memory; the data are shifted by a sample of their class, so the relative error of the
-    covariances stays near 1e-6); everything else is float64.
+
+class StreamingClassStats:
+    """Two-pass, mergeable accumulator of ``ClassStats``.
+
+    ::
+
+        acc = StreamingClassStats(num_classes=C)
+        for x, y in loader: acc.update(x, y)   # pass 1: counts, means, folds
+        acc.all_reduce()                       # under torch.distributed (optional)
+        acc.second_pass()
+        for x, y in loader: acc.update(x, y)   # pass 2: spreads around the means
+        acc.all_reduce()
+        stats = acc.finalize()
+
+    With ``num_classes`` the labels must lie in [0, num_classes) (classes never seen are left
+    out of the result); without it any integer labels work and the classes are discovered in
+    pass 1 (``all_reduce`` then needs ``num_classes``, so every rank has the same rows).
+    ``lags`` sets how many earlier same-class samples each sample is paired with for the
+    ``tr Sigma^2`` estimate.
     """
 
-    def __init__(self, dim: int | None = None, flush_rows: int = 1024):
-        self.dim = dim
-        self.flush_rows = flush_rows
+    def __init__(self, num_classes: int | None = None, dim: int | None = None, lags: int = 16):
+        if num_classes is not None and num_classes < 1:
+            raise ValueError(f"num_classes must be >= 1, got {num_classes}")
+        if lags < 1:
+            raise ValueError(f"lags must be >= 1, got {lags}")
+        self.num_classes, self.dim, self.lags = num_classes, dim, lags
         self.device: torch.device | None = None  # that of the first chunk
-        self._acc: dict[int, dict] = {}
+        self.phase = 1
+        self._labels: list[int] = list(range(num_classes)) if num_classes else []
+        self._row: dict[int, int] = {c: c for c in self._labels}
+        self._state: dict[str, torch.Tensor] = {}
 
-    def update(self, features, labels) -> "StreamingClassStats":
-        """Add a chunk: features (N, d), integer labels (N,)."""
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _alloc(self, C: int, d: int) -> None:
+        z = dict(dtype=torch.float64, device=self.device)
+        self._state = dict(
+            n=torch.zeros(C, **z),
+            s1=torch.zeros(C, d, **z),
+            fold_s=torch.zeros(2, C, d, **z),
+            fold_n=torch.zeros(2, C, **z),
+        )
+
+    def _grow(self, new: int) -> None:
+        s = self._state
+        s["n"] = torch.cat([s["n"], s["n"].new_zeros(new)])
+        s["s1"] = torch.cat([s["s1"], s["s1"].new_zeros(new, self.dim)])
+        s["fold_s"] = torch.cat([s["fold_s"], s["fold_s"].new_zeros(2, new, self.dim)], 1)
+        s["fold_n"] = torch.cat([s["fold_n"], s["fold_n"].new_zeros(2, new)], 1)
+
+    def _rows(self, y: torch.Tensor) -> torch.Tensor:
+        """Row index of every label, adding unseen labels in pass 1 (without num_classes)."""
+        if self.num_classes is not None:
+            if (y < 0).any() or (y >= self.num_classes).any():
+                bad = int(y[(y < 0) | (y >= self.num_classes)][0])
+                raise ValueError(f"label {bad} is outside [0, num_classes={self.num_classes})")
+            return y
+        uniq, inv = torch.unique(y, return_inverse=True)
+        rows = []
+        for c in uniq.tolist():
+            if c not in self._row:
+                if self.phase == 2:
+                    raise ValueError(f"label {c} was not seen in the first pass")
+                self._row[c] = len(self._labels)
+                self._labels.append(c)
+                self._grow(1)
+            rows.append(self._row[c])
+        return torch.tensor(rows, device=y.device)[inv]
+
+    def _check_chunk(self, features, labels) -> tuple[torch.Tensor, torch.Tensor]:
         x = _to_tensor(features, "features", 2).detach()
         if self.device is None:
             self.device = x.device
@@ -135,127 +186,174 @@ class StreamingClassStats:
             self.dim = x.shape[1]
         elif x.shape[1] != self.dim:
             raise ValueError(f"features have {x.shape[1]} columns, earlier chunks had {self.dim}")
-        y = y.long()
-        order = torch.argsort(y, stable=True)
-        ys, xs = y[order], x[order]
-        classes, counts = torch.unique_consecutive(ys, return_counts=True)
-        for c, xc in zip(classes.tolist(), torch.split(xs, counts.tolist()), strict=True):
-            acc = self._acc.get(c)
-            if acc is None:
-                d = self.dim
-                acc = self._acc[c] = dict(
-                    shift=xc[0].clone(),
-                    n=0,
-                    s1=x.new_zeros(d),
-                    s2=None,
-                    s3=x.new_zeros(d),
-                    s4=0.0,
-                    fold_sum=x.new_zeros(2, d),
-                    fold_n=[0, 0],
-                    buffer=[],
-                    buffered=0,
-                )
-            acc["buffer"].append(xc)
-            acc["buffered"] += len(xc)
-            if acc["buffered"] >= self.flush_rows:
-                self._flush(acc)
+        if not self._state:
+            self._alloc(len(self._labels), self.dim)
+        return x, y.long()
+
+    # -- the two passes ----------------------------------------------------------------------
+    def update(self, features, labels) -> "StreamingClassStats":
+        """Add a chunk: features (N, d), integer labels (N,), to the current pass."""
+        x, y = self._check_chunk(features, labels)
+        if len(x) == 0:
+            return self
+        rows = self._rows(y)
+        if self.phase == 1:
+            self._update_means(x, rows)
+        else:
+            self._update_spread(x, rows)
         return self
 
-    def _flush(self, acc: dict) -> None:
-        if not acc["buffered"]:
-            return
-        z = torch.cat(acc["buffer"]) - acc["shift"]
-        acc["buffer"], acc["buffered"] = [], 0
-        sq = z.pow(2).sum(1)
-        acc["s1"] += z.sum(0)
-        zg = z.float() if z.shape[1] > 256 else z  # float32 above d = 256: see the docstring
-        if acc["s2"] is None:
-            acc["s2"] = zg.T @ zg
-        else:
-            acc["s2"].addmm_(zg.T, zg)  # in place: no d x d temporary per flush
-        acc["s3"] += (sq[:, None] * z).sum(0)
-        acc["s4"] += sq.pow(2).sum().item()
-        # Alternate samples between the two folds, continuing across flushes.
-        parity = (torch.arange(len(z), device=z.device) + acc["n"]) % 2
-        for f in (0, 1):
-            acc["fold_sum"][f] += z[parity == f].sum(0)
-            acc["fold_n"][f] += int((parity == f).sum())
-        acc["n"] += len(z)
+    def _update_means(self, x: torch.Tensor, rows: torch.Tensor) -> None:
+        s, C = self._state, len(self._labels)
+        order = torch.argsort(rows, stable=True)
+        r, xs = rows[order], x[order]
+        # Position of each sample among its class's samples so far: alternate samples go to the
+        # two folds, continuing across chunks.
+        counts = torch.bincount(r, minlength=C)
+        start = torch.cumsum(counts, 0) - counts
+        rank = torch.arange(len(r), device=r.device) - start[r]
+        fold = ((rank + s["n"][r].long()) % 2).long()
+        s["n"] += counts.to(s["n"].dtype)
+        s["s1"].index_add_(0, r, xs)
+        s["fold_s"].view(2 * C, -1).index_add_(0, fold * C + r, xs)
+        s["fold_n"].view(-1).index_add_(0, fold * C + r, torch.ones_like(xs[:, 0]))
 
-    def finalize(self, keep_covariances: bool | None = None) -> ClassStats:
-        """The statistics of everything seen so far. ``keep_covariances`` (default: when
-        C d^2 <= 5e7) also returns the d x d covariances."""
-        if not self._acc:
-            raise ValueError("no samples were seen")
-        for acc in self._acc.values():
-            self._flush(acc)
-        classes = sorted(self._acc)
-        C, d = len(classes), self.dim
-        if keep_covariances is None:
-            keep_covariances = C * d * d <= 5e7
-        dev = self.device
-        counts = torch.tensor([self._acc[c]["n"] for c in classes], device=dev)
-        shifted_means = torch.stack([self._acc[c]["s1"] / self._acc[c]["n"] for c in classes])
-        means = shifted_means + torch.stack([self._acc[c]["shift"] for c in classes])
-        centred = means - means.mean(0)  # directional quadratics are shift-invariant; centring
-        # the means first avoids cancellation when they sit far from the origin
-        total_variance, frob_sq, fourth, quad, covs = [], [], [], [], []
-        fold_means = torch.zeros(2, C, d, dtype=torch.float64, device=dev)
-        for k, c in enumerate(classes):
-            a = self._acc[c]
-            n = a["n"]
-            m = shifted_means[k]  # mean of y = x - shift
-            second = a["s2"].div_(n)  # E[y y^T], in place: the d x d buffers are the memory here
-            m_s = m.to(second.dtype)
-            e_sq = torch.trace(second).item()
-            m_second_m = (m_s @ (second @ m_s)).item()
-            # E||y - m||^4 from raw moments of y:
-            #   ||y - m||^2 = ||y||^2 - 2 y.m + ||m||^2, squared and averaged.
-            mm = (m @ m).item()
-            e4 = (
-                a["s4"] / n
-                - 4 * ((a["s3"] / n) @ m).item()
-                + 4 * m_second_m
-                + 2 * mm * e_sq
-                - 4 * mm * mm
-                + mm * mm
+    def second_pass(self) -> "StreamingClassStats":
+        """Fix the means (from everything pass 1 saw, after any ``all_reduce``) and start pass
+        2: feed the same samples again."""
+        if self.phase != 1:
+            raise ValueError("second_pass() was already called")
+        if not self._state or float(self._state["n"].sum()) == 0:
+            raise ValueError("no samples were seen in the first pass")
+        s = self._state
+        n = s["n"].clamp_min(1)[:, None]
+        self._means = s["s1"] / n
+        # Projections on the centred means: the quadratics are shift-invariant and centring
+        # avoids cancellation when the means sit far from the origin.
+        self._proj = self._means - self._means.mean(0)
+        C, z = len(self._labels), dict(dtype=torch.float64, device=self.device)
+        s.update(
+            n2=torch.zeros(C, **z),
+            s2=torch.zeros(C, **z),
+            s4=torch.zeros(C, **z),
+            dq=torch.zeros(C, C, **z),
+            pair_s=torch.zeros(C, **z),
+            pair_n=torch.zeros(C, **z),
+        )
+        self._carry = torch.zeros(C, self.dim, **z)
+        self._has_carry = torch.zeros(C, dtype=torch.bool, device=self.device)
+        self.phase = 2
+        return self
+
+    def _update_spread(self, x: torch.Tensor, rows: torch.Tensor) -> None:
+        s = self._state
+        z = x - self._means[rows]
+        sq = z.pow(2).sum(1)
+        s["n2"].index_add_(0, rows, torch.ones_like(sq))
+        s["s2"].index_add_(0, rows, sq)
+        s["s4"].index_add_(0, rows, sq.pow(2))
+        p = z @ self._proj.T  # (k, C): z . (mu_b - mean of means)
+        own = p.gather(1, rows[:, None])  # z . (mu_a - mean of means)
+        s["dq"].index_add_(0, rows, (own - p).pow(2))  # (z . Delta_ab)^2
+        # tr Sigma^2: pairs of same-class samples within `lags` of each other, the carried
+        # sample of each class first in its group.
+        carried = self._has_carry.nonzero().squeeze(1)
+        carried = carried[torch.isin(carried, rows)]
+        zz = torch.cat([self._carry[carried], z])
+        rr = torch.cat([carried, rows])
+        order = torch.argsort(rr, stable=True)
+        zz, rr = zz[order], rr[order]
+        for lag in range(1, min(self.lags, len(rr) - 1) + 1):
+            same = rr[lag:] == rr[:-lag]
+            if not same.any():
+                continue
+            dots = (zz[lag:][same] * zz[:-lag][same]).sum(1)
+            s["pair_s"].index_add_(0, rr[lag:][same], dots.pow(2))
+            s["pair_n"].index_add_(0, rr[lag:][same], torch.ones_like(dots))
+        ends = torch.ones_like(rr, dtype=torch.bool)
+        ends[:-1] = rr[1:] != rr[:-1]  # the last sample of each class group
+        self._carry[rr[ends]] = zz[ends]
+        self._has_carry[rr[ends]] = True
+
+    # -- reduction ---------------------------------------------------------------------------
+    def _current(self) -> tuple[str, ...]:
+        return _PASS1 if self.phase == 1 else _PASS2
+
+    def merge(self, other: "StreamingClassStats") -> "StreamingClassStats":
+        """Add another accumulator's sums of the current pass (same classes, same phase)."""
+        if other.phase != self.phase or other._labels != self._labels or other.dim != self.dim:
+            raise ValueError(
+                "merge needs accumulators in the same pass with the same classes and dimension"
             )
-            cov = second.addr_(m_s, m_s, alpha=-1.0)  # Sigma = E[y y^T] - m m^T
-            a["s2"] = None
-            v = e_sq - mm
-            total_variance.append(v)
-            frob_sq.append(cov.pow(2).sum().item())
-            fourth.append(max(e4 - v * v, 0.0))
-            cm = centred.to(cov.dtype)
-            quad.append((cm @ cov @ cm.T).double())
-            if keep_covariances:
-                covs.append(cov.double())
-            for f in (0, 1):
-                fold_means[f, k] = a["fold_sum"][f] / max(a["fold_n"][f], 1) + a["shift"]
-        f64 = dict(dtype=torch.float64, device=dev)
+        for k in self._current():
+            self._state[k] += other._state[k].to(self.device)
+        return self
+
+    def all_reduce(self, group=None) -> "StreamingClassStats":
+        """Sum the current pass's statistics over the ranks of ``torch.distributed``
+        (a no-op when no process group is initialised)."""
+        if not (dist.is_available() and dist.is_initialized()):
+            return self
+        if self.num_classes is None:
+            raise ValueError("all_reduce needs num_classes, so every rank holds the same rows")
+        if not self._state:
+            raise ValueError("dim is unknown on a rank that saw no samples: pass dim=")
+        for k in self._current():
+            dist.all_reduce(self._state[k], group=group)
+        return self
+
+    def finalize(self) -> ClassStats:
+        """The statistics (after pass 2)."""
+        if self.phase != 2:
+            raise ValueError("call second_pass() and feed the samples again before finalize()")
+        s = self._state
+        if not torch.equal(s["n"], s["n2"]):
+            k = int((s["n"] != s["n2"]).nonzero()[0, 0])
+            raise ValueError(
+                f"class {self._labels[k]}: {int(s['n'][k])} samples in the first pass, "
+                f"{int(s['n2'][k])} in the second; feed the same samples to both passes"
+            )
+        present = (s["n"] > 0).nonzero().squeeze(1)
+        labels = torch.tensor(self._labels, device=self.device)[present]
+        order = torch.argsort(labels)
+        idx = present[order]
+        n = s["n"][idx]
+        v = s["s2"][idx] / n
+        fourth = (s["s4"][idx] / n - v.pow(2)).clamp_min(0.0)
+        pair_n = s["pair_n"][idx]
+        frob = torch.where(pair_n > 0, s["pair_s"][idx] / pair_n.clamp_min(1), v.pow(2))
+        fold_n = s["fold_n"][:, idx].clamp_min(1)[..., None]
         return ClassStats(
-            classes=torch.tensor(classes, device=dev),
-            counts=counts,
-            means=means,
-            total_variance=torch.tensor(total_variance, **f64),
-            frob_sq=torch.tensor(frob_sq, **f64),
-            mean_quadratic=torch.stack(quad),
-            fourth=torch.tensor(fourth, **f64),
-            fold_means=fold_means,
-            covs=torch.stack(covs) if keep_covariances else None,
+            classes=labels[order],
+            counts=n.long(),
+            means=self._means[idx],
+            total_variance=v,
+            frob_sq=frob,
+            directional_quadratic=s["dq"][idx][:, idx] / n[:, None],
+            fourth=fourth,
+            fold_means=s["fold_s"][:, idx] / fold_n,
         )
 
 
-def class_stats(features, labels=None, *, chunk_size: int = 8192) -> ClassStats:
-    """Per-class moments of ``features`` (N, d) with integer ``labels`` (N,), in one pass.
+def class_stats(features, labels=None, *, chunk_size: int = 8192, lags: int = 16) -> ClassStats:
+    """Per-class moments of ``features`` (N, d) with integer ``labels`` (N,), in two passes.
 
-    ``features`` may also be an iterable of ``(features_chunk, labels_chunk)`` pairs (with
-    ``labels=None``), e.g. a DataLoader over embeddings, for data that does not fit in memory.
+    ``features`` may also be a re-iterable of ``(features_chunk, labels_chunk)`` pairs (with
+    ``labels=None``), e.g. a DataLoader over embeddings that does not fit in memory; it is
+    iterated twice.
     """
-    acc = StreamingClassStats()
+    acc = StreamingClassStats(lags=lags)
     if labels is None:
         if isinstance(features, torch.Tensor | np.ndarray):
             raise ValueError("labels is required when features is an array")
+        if iter(features) is features:
+            raise ValueError(
+                "features must be re-iterable (a list or DataLoader of chunks, not a generator): "
+                "the statistics take two passes"
+            )
+        for xb, yb in features:
+            acc.update(xb, yb)
+        acc.second_pass()
         for xb, yb in features:
             acc.update(xb, yb)
         return acc.finalize()
@@ -267,10 +365,46 @@ def class_stats(features, labels=None, *, chunk_size: int = 8192) -> ClassStats:
         raise ValueError(f"features has {x.shape[0]} rows but labels has {y.shape[0]}")
     for i in range(0, x.shape[0], chunk_size):
         acc.update(x[i : i + chunk_size], y[i : i + chunk_size])
+    acc.second_pass()
+    for i in range(0, x.shape[0], chunk_size):
+        acc.update(x[i : i + chunk_size], y[i : i + chunk_size])
     return acc.finalize()
 
 
-def chunks(features, labels, size: int) -> Iterable[tuple[torch.Tensor, torch.Tensor]]:
+def chunks(features, labels, size: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Split arrays into (features, labels) chunks of ``size`` rows (a helper for streaming)."""
-    for i in range(0, len(features), size):
-        yield features[i : i + size], labels[i : i + size]
+    return [(features[i : i + size], labels[i : i + size]) for i in range(0, len(features), size)]
+
+
+def exact_class_stats(features, labels) -> ClassStats:
+    """The same statistics through each class's d x d covariance, one class at a time: exact
+    ``tr Sigma^2``, O(d^2 + C^2 + C d) memory, O(N d^2 + C^2 d^2) time. A reference for tests
+    and the baseline of ``bench``."""
+    x = _to_tensor(features, "features", 2).detach().double()
+    y = _to_tensor(labels, "labels", 1).detach().to(x.device).long()
+    classes = torch.unique(y)
+    means = torch.stack([x[y == c].mean(0) for c in classes])
+    centred = means - means.mean(0)
+    tv, frob, fourth, dq, counts, folds = [], [], [], [], [], []
+    for k, c in enumerate(classes):
+        xc = x[y == c]
+        z = xc - means[k]
+        cov = z.T @ z / len(z)
+        tv.append(torch.trace(cov))
+        frob.append(cov.pow(2).sum())
+        sq = z.pow(2).sum(1)
+        fourth.append(sq.var(correction=0))
+        delta = centred[k] - centred  # (C, d): Delta_kb
+        dq.append(((delta @ cov) * delta).sum(1))
+        counts.append(float(len(z)))
+        folds.append(torch.stack([xc[0::2].mean(0), xc[1::2].mean(0) if len(xc) > 1 else xc[0]]))
+    return ClassStats(
+        classes=classes,
+        counts=torch.tensor(counts, device=x.device).long(),
+        means=means,
+        total_variance=torch.stack(tv),
+        frob_sq=torch.stack(frob),
+        directional_quadratic=torch.stack(dq),
+        fourth=torch.stack(fourth),
+        fold_means=torch.stack(folds, 1),
+    )
