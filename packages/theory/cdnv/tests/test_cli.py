@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from icml26.cdnv import demo
 from icml26.cdnv._results import demo_command
 from icml26.cdnv.cli import main
 from icml26.cdnv.demo import CLAIMS, DemoConfig, verdict
@@ -30,10 +31,15 @@ def test_quick_demo_writes_valid_results(tmp_path):
     # The file holds what verdict() reads: the smoke rows are its rows with the verdicts hidden.
     claims, _ = verdict(results)
     assert [c["evidence"] for c in claims] == [c["evidence"] for c in results["claims"]]
-    # The bound must hold wherever it was evaluated.
-    for table in results["fewshot"].values():
-        for t in table.values():
-            assert all(b >= e for e, b in zip(t["error"], t["bound"], strict=True))
+    # Every encoder was measured on the held-out classes only, with both bounds.
+    assert {tuple(x["heldout"]) for x in results["runs"] + results["nulls"]} == {
+        tuple(demo._split_classes(0, 4))
+    }
+    for x in results["runs"] + results["nulls"]:
+        for t in x["fewshot"].values():
+            assert all(b >= e for e, b in zip(t["error"], t["bound (authors)"], strict=True))
+            assert all(0 <= b <= 1 for b in t["bound (ours)"])
+    assert {x["encoder"] for x in results["nulls"]} == {"random encoder", "raw pixels"}
 
 
 def test_default_device_keeps_the_default_command():
@@ -52,25 +58,39 @@ def test_cuda_without_cuda_is_a_clear_error(tmp_path, capsys, subcommand):
     assert not (tmp_path / "results.json").exists()
 
 
-def test_measure_saved_features(tmp_path):
+def test_measure_saved_features(tmp_path, capsys):
     g = np.random.default_rng(0)
     feats = np.concatenate([g.normal(3 * c, 1.0, (50, 4)) for c in range(3)])
     labels = np.repeat(np.arange(3), 50)
     path = tmp_path / "f.npz"
     np.savez(path, features=feats, labels=labels)
-    out = run_cli("icml26.cdnv", ["measure", str(path), "--shots", "1", "5", "--episodes", "10"])
-    values = json.loads(out.stdout)
+    assert main(["measure", str(path), "--shots", "1", "5", "--episodes", "10"]) == 0
+    values = json.loads(capsys.readouterr().out)
     assert values["classes"] == 3 and 0 < values["V~"] < values["V"]
+    assert 0 < values["V~ d / V"] < 10
+    assert len(values["bound (authors)"]) == len(values["bound"]) == 2
     assert values["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")
 
 
-def test_measure_rejects_bad_files(tmp_path):
-    missing = run_cli("icml26.cdnv", ["measure", str(tmp_path / "nope.npz")], check=False)
-    assert missing.returncode == 2 and "does not exist" in missing.stderr
+def test_measure_rejects_bad_files(tmp_path, capsys):
+    assert main(["measure", str(tmp_path / "nope.npz")]) == 2
+    assert "does not exist" in capsys.readouterr().err
     path = tmp_path / "bad.npz"
     np.savez(path, features=np.zeros((4, 2)))
-    lacking = run_cli("icml26.cdnv", ["measure", str(path)], check=False)
-    assert lacking.returncode == 2 and "labels" in lacking.stderr
+    assert main(["measure", str(path)]) == 2
+    assert "labels" in capsys.readouterr().err
     torch.save({"x": 1}, tmp_path / "pickle.npz")
-    pickled = run_cli("icml26.cdnv", ["measure", str(tmp_path / "pickle.npz")], check=False)
-    assert pickled.returncode == 2
+    assert main(["measure", str(tmp_path / "pickle.npz")]) == 2
+    assert "pickle.npz" in capsys.readouterr().err  # refused, never unpickled
+
+
+def test_bench_quick_reports_both_methods_with_equal_values(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--no-isolate", "--device", "cpu", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    (case,) = report["cases"]
+    assert case["C"] == 10 and case["d"] == 64
+    streamed, baseline = case["streamed"], case["per-class covariance"]
+    assert streamed["mean V~"] == pytest.approx(baseline["mean V~"], rel=1e-9)
+    assert streamed["state_mb"] < baseline["state_mb"]
+    assert "streamed" in capsys.readouterr().out

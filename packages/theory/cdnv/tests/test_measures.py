@@ -110,9 +110,8 @@ def test_partial_statistics_merge_to_the_whole():
     accs = [StreamingClassStats(num_classes=4).update(*s) for s in shards]
     for a in accs[1:]:
         accs[0].merge(a)
-    for a in accs[1:]:  # every rank gets the reduced pass-1 sums, as all_reduce would give
-        for k in ("n", "s1", "fold_s", "fold_n"):
-            a._state[k] = accs[0]._state[k].clone()
+    for a in accs[1:]:  # every shard gets the reduced pass-1 sums, as all_reduce would give
+        a.load_first_pass(accs[0])
     for a, s in zip(accs, shards, strict=True):
         a.second_pass().update(*s)
     for a in accs[1:]:
@@ -120,8 +119,14 @@ def test_partial_statistics_merge_to_the_whole():
     merged, whole = accs[0].finalize(), class_stats(x, y)
     for field in ("counts", "means", "total_variance", "directional_quadratic", "fourth"):
         assert_close(getattr(merged, field), getattr(whole, field), atol=1e-9, rtol=1e-9)
+    assert_close(merged.frob_sq, exact_class_stats(x, y).frob_sq, atol=0, rtol=0.15)
     for f in (cdnv, directional_cdnv):
         assert f(merged).mean == pytest.approx(f(whole).mean, rel=1e-9)
+    # Second passes centred on different means cannot be added.
+    a = StreamingClassStats(num_classes=4).update(*shards[0]).second_pass()
+    b = StreamingClassStats(num_classes=4).update(*shards[1]).second_pass()
+    with pytest.raises(ValueError, match="different means"):
+        a.merge(b)
 
 
 def test_passes_must_see_the_same_samples():
@@ -236,3 +241,38 @@ def test_collapse_ratio_is_one_for_isotropic_classes_and_the_metric_reports_it()
     }
     with pytest.raises(ValueError, match="num_classes"):
         CDNVMetric(1)
+
+
+def _balanced_design(K=3, reps=400, d=6, noise=0.3, seed=0):
+    """Every cell of K binary labelings equally often (exactly balanced and independent)."""
+    g = torch.Generator().manual_seed(seed)
+    cells = torch.cartesian_prod(*[torch.tensor([0, 1])] * K).repeat(reps, 1)  # (2^K reps, K)
+    axes = torch.randn(K, d, generator=g, dtype=torch.float64)
+    x = (cells.double() * 2 - 1) @ axes / 2
+    return x + noise * torch.randn(x.shape, generator=g, dtype=torch.float64), cells, axes
+
+
+def test_axis_cosine_bound_holds_on_a_balanced_design_and_is_tight_without_noise():
+    from icml26.cdnv import axis_cosine_bound
+
+    for seed in range(3):
+        x, z, _ = _balanced_design(seed=seed)
+        cos, bound = decision_axis_cosines(x, z), axis_cosine_bound(x, z)
+        off = ~torch.eye(3, dtype=torch.bool)
+        assert (cos[off] <= bound[off] + 1e-12).all()
+        assert (bound[off] < 1).all()  # informative, not capped
+    # No noise: each class varies only along the other tasks' axes; with 2 tasks the bound
+    # is attained.
+    x, z, _ = _balanced_design(K=2, noise=0.0)
+    assert_close(axis_cosine_bound(x, z)[0, 1], decision_axis_cosines(x, z)[0, 1], atol=1e-12)
+    # Unequal cells (t is 30/70 inside each class of s): the bound on the decision axes'
+    # cosine holds up to the imbalance's sampling noise.
+    g = torch.Generator().manual_seed(5)
+    z = torch.stack([torch.rand(20000, generator=g) < p for p in (0.5, 0.3, 0.6)], 1).long()
+    axes = torch.randn(3, 6, generator=g, dtype=torch.float64)
+    x = (z.double() * 2 - 1) @ axes / 2 + 0.3 * torch.randn(20000, 6, generator=g).double()
+    cos, bound = decision_axis_cosines(x, z), axis_cosine_bound(x, z)
+    assert (cos[off] <= bound[off] + 0.01).all()
+    # Nearly orthogonal axes with narrow classes: a bound well below 1.
+    x, z, _ = _balanced_design(K=2, d=40, noise=0.05)
+    assert axis_cosine_bound(x, z)[0, 1] < 0.6

@@ -3,6 +3,7 @@ import torch
 import torch.distributed as dist
 
 from icml26.cdnv import (
+    CDNVMetric,
     CDNVMonitor,
     ImageAugment,
     MLPEncoder,
@@ -92,7 +93,15 @@ def _ddp_ssl_and_stats(epochs: int):
     feats = x.flatten(1)[rank::world].double()
     acc = StreamingClassStats(num_classes=10).update(feats, y[rank::world]).all_reduce()
     stats = acc.second_pass().update(feats, y[rank::world]).all_reduce().finalize()
-    return [p.detach().clone() for p in enc.parameters()], stats
+    # The metric: rank 1 holds an empty shard (its sums exist up front from dim=), and a
+    # second compute() must not reduce again.
+    metric = CDNVMetric(num_classes=10, shots=(1,), dim=feats.shape[1])
+    shard = (feats, y[rank::world]) if rank == 0 else (feats[:0], y[:0])
+    metric.update(*shard)
+    metric.second_pass()
+    metric.update(*shard)
+    first, second = metric.compute(), metric.compute()
+    return [p.detach().clone() for p in enc.parameters()], stats, (first, second)
 
 
 @pytest.mark.distributed
@@ -105,3 +114,7 @@ def test_two_gloo_ranks_train_identical_weights_and_reduce_the_statistics():
     for stats in (ranks[0][1], ranks[1][1]):
         for f in ("counts", "means", "total_variance", "directional_quadratic", "fourth"):
             torch.testing.assert_close(getattr(stats, f), getattr(whole, f), rtol=1e-9, atol=1e-9)
+    rank0 = CDNVMetric(num_classes=10, shots=(1,)).measure([(x[:256:2].flatten(1), y[:256:2])])
+    for first, second in (ranks[0][2], ranks[1][2]):
+        assert repr(first) == repr(second)  # the same values, however often computed
+        assert first["V~"] == pytest.approx(rank0["V~"], rel=1e-9)

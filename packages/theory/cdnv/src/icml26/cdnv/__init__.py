@@ -9,12 +9,12 @@ directional CDNV V~ (pairwise matrices and averages, plug-in or cross-fitted) an
 against its isotropic null; the m-shot nearest-class-centroid error by episodes and two bounds
 on it (the authors' published formula and a reconstruction with Cantelli's inequality, see
 ``bound``); decision-axis cosines between labelings and the bound small V~ puts on them; a
-training monitor; SimCLR / VICReg / Barlow Twins / BYOL trainers and small encoders for offline
+training monitor; SimCLR / VICReg / Barlow Twins trainers and small encoders for offline
 images, and a synthetic multitask generator for the demo.
 """
 
 from icml26.cdnv._results import package_version
-from icml26.cdnv.axes import decision_axis_cosines
+from icml26.cdnv.axes import axis_cosine_bound, decision_axis_cosines
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error, pairwise_bound
 from icml26.cdnv.callback import CDNVMonitor
 from icml26.cdnv.data import MultitaskGenerator, load_digits_images, load_mnist_images
@@ -23,6 +23,7 @@ from icml26.cdnv.metric import CDNVMetric, collapse_ratio
 from icml26.cdnv.ssl import (
     ImageAugment,
     MLPEncoder,
+    SmallCNN,
     barlow_twins_loss,
     projector,
     simclr_loss,
@@ -42,7 +43,9 @@ __all__ = [
     "MLPEncoder",
     "MultitaskGenerator",
     "PairwiseCDNV",
+    "SmallCNN",
     "StreamingClassStats",
+    "axis_cosine_bound",
     "barlow_twins_loss",
     "cdnv",
     "class_stats",

@@ -99,7 +99,7 @@ def pairwise_bound(stats: ClassStats, shots: int, variant: Variant = "ours") -> 
     q_j = stats.directional().T  # [i, j] = Delta_ij^T Sigma_j Delta_ij
     tr_sq = stats.frob_sq
     # tr Sigma_i Sigma_j <= ||Sigma_i||_F ||Sigma_j||_F (Cauchy-Schwarz): keeps the statistics
-    # O(C^3) instead of O(C d^2) and the bound an upper bound.
+    # O(C^2 + C d) instead of O(C d^2) and the bound an upper bound.
     tr_prod = tr_sq.sqrt()[:, None] * tr_sq.sqrt()[None, :]
     a_s = 4 * q_j / m / d4
     a_t = 4 * (tr_sq[:, None] + tr_prod) / m / d4

@@ -18,11 +18,13 @@ from torch import nn
 
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.measures import cdnv, directional_cdnv
+from icml26.cdnv.metric import collapse_ratio
 from icml26.cdnv.stats import class_stats
 
 
 class CDNVMonitor:
-    """Records per epoch: V, V~ (plug-in and cross-fitted), m-shot NCC error and its bound."""
+    """Records per epoch: V, V~ (plug-in and cross-fitted), V~ d / V, m-shot NCC error and both
+    bounds (ours and the authors')."""
 
     def __init__(
         self,
@@ -68,17 +70,23 @@ class CDNVMonitor:
         row = {
             "V": cdnv(stats).mean,
             "V~": directional_cdnv(stats).mean,
-            "V (cross-fit)": cdnv(stats, cross_fit=True).mean,
-            "V~ (cross-fit)": directional_cdnv(stats, cross_fit=True).mean,
+            "V~ d / V": collapse_ratio(stats),
         }
-        for m, err, bnd in zip(
+        for name, measure in (("V", cdnv), ("V~", directional_cdnv)):
+            try:  # too few samples in a class leaves the cross-fitted distance undefined
+                row[f"{name} (cross-fit)"] = measure(stats, cross_fit=True).mean
+            except ValueError:
+                row[f"{name} (cross-fit)"] = float("nan")
+        for m, err, ours, theirs in zip(
             self.shots,
             ncc_fewshot_error(features, self.labels, list(self.shots), self.episodes),
             fewshot_bound(stats, list(self.shots)),
+            fewshot_bound(stats, list(self.shots), variant="authors"),
             strict=True,
         ):
             row[f"{m}-shot error"] = err
-            row[f"{m}-shot bound"] = bnd
+            row[f"{m}-shot bound"] = ours
+            row[f"{m}-shot bound (authors)"] = theirs
         return row
 
     def __call__(self, model: nn.Module, epoch: int) -> dict:

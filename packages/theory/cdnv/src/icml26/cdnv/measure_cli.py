@@ -1,4 +1,5 @@
-"""``icml26-cdnv measure FEATURES.npz``: V, V~ and the few-shot bound of saved features.
+"""``icml26-cdnv measure FEATURES.npz``: V, V~, V~ d / V and both few-shot bounds of saved
+features.
 
 The file holds arrays ``features`` (N, d) and ``labels`` (N,) (``numpy.savez``): embeddings from
 any model. Nothing is unpickled (``allow_pickle=False``).
@@ -15,6 +16,7 @@ import tyro
 from icml26.cdnv._results import resolve_device
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.measures import cdnv, directional_cdnv
+from icml26.cdnv.metric import collapse_ratio
 from icml26.cdnv.stats import class_stats
 
 
@@ -52,9 +54,11 @@ def run_measure(cfg: MeasureConfig) -> dict:
         "V~": directional_cdnv(stats, cfg.convention).mean,
         "V (cross-fit)": cdnv(stats, cfg.convention, cross_fit=True).mean,
         "V~ (cross-fit)": directional_cdnv(stats, cfg.convention, cross_fit=True).mean,
+        "V~ d / V": collapse_ratio(stats),
         "shots": list(cfg.shots),
         "error": ncc_fewshot_error(features, labels, list(cfg.shots), cfg.episodes),
         "bound": fewshot_bound(stats, list(cfg.shots)),
+        "bound (authors)": fewshot_bound(stats, list(cfg.shots), variant="authors"),
         "device": str(stats.means.device),
     }
     print(json.dumps(out, indent=2))

@@ -42,6 +42,8 @@ class CDNVMetric:
         shots: m values for the bounds.
         convention: "sum" or "mean" (see ``measures``).
         sync: all-reduce over ``torch.distributed`` when a process group is initialised.
+        dim, device: the feature dimension and the sums' device, needed up front by a rank
+            that may see no samples (NCCL reduces CUDA tensors: give that rank's device).
     """
 
     def __init__(
@@ -51,6 +53,7 @@ class CDNVMetric:
         convention: Convention = "sum",
         sync: bool = True,
         dim: int | None = None,
+        device: str | torch.device | None = None,
     ):
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
             raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
@@ -59,11 +62,12 @@ class CDNVMetric:
         if convention not in ("sum", "mean"):
             raise ValueError(f"convention must be 'sum' or 'mean', got {convention!r}")
         self.num_classes, self.shots, self.convention = num_classes, tuple(shots), convention
-        self.sync, self.dim = sync, dim
+        self.sync, self.dim, self.device = sync, dim, device
         self.reset()
 
     def reset(self) -> None:
-        self._acc = StreamingClassStats(num_classes=self.num_classes, dim=self.dim)
+        self._acc = StreamingClassStats(self.num_classes, self.dim, device=self.device)
+        self._reduced: ClassStats | None = None  # compute() reduces once, then reuses
 
     @property
     def phase(self) -> int:
@@ -71,10 +75,13 @@ class CDNVMetric:
         return self._acc.phase
 
     def update(self, features: torch.Tensor, labels: torch.Tensor) -> None:
+        if self._reduced is not None:
+            raise ValueError("compute() was called: reset() before feeding new samples")
         self._acc.update(features, labels)
 
     def second_pass(self) -> None:
-        """End the first pass (summing it over ranks) and start the second."""
+        """End the first pass (summing it over ranks) and start the second. Every rank must call
+        it (and ``compute``), also a rank whose shard is empty (give ``dim`` then)."""
         if self.sync:
             self._acc.all_reduce()
         self._acc.second_pass()
@@ -83,9 +90,11 @@ class CDNVMetric:
         """The reduced class statistics (after the second pass)."""
         if self._acc.phase != 2:
             raise ValueError("call second_pass() and feed the same samples again before compute()")
-        if self.sync:
-            self._acc.all_reduce()
-        return self._acc.finalize()
+        if self._reduced is None:  # all-reducing twice would multiply the sums by the ranks
+            if self.sync:
+                self._acc.all_reduce()
+            self._reduced = self._acc.finalize()
+        return self._reduced
 
     def compute(self) -> dict[str, float]:
         st = self.stats()

@@ -1,6 +1,6 @@
-"""Small self-supervised trainers: SimCLR, VICReg and Barlow Twins on MLP encoders, with image
-augmentations written in torch. They exist to produce the training dynamics the measures watch,
-not to set records.
+"""Small self-supervised trainers: SimCLR, VICReg and Barlow Twins on MLP or CNN encoders, with
+image augmentations written in torch. They exist to produce the training dynamics the measures
+watch, not to set records.
 
 Losses (each takes two views' projections z1, z2 of shape (B, p)):
 - SimCLR (Chen et al., 2020): NT-Xent, cross-entropy of each view against its partner among
@@ -77,6 +77,29 @@ class MLPEncoder(nn.Module):
         self.net = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class SmallCNN(nn.Module):
+    """[Conv 3x3, BatchNorm, ReLU] per width (stride 1, then 2), global average pool, Linear:
+    (B, C, H, W) images to (B, out_dim) features. 28x28 inputs go 28 -> 14 -> 7, 8x8 ones
+    8 -> 4 -> 2 with the default three widths."""
+
+    def __init__(self, in_channels: int = 1, widths=(16, 32, 64), out_dim: int = 64):
+        super().__init__()
+        if not widths:
+            raise ValueError("widths: give at least one convolution width")
+        layers, c = [], in_channels
+        for i, w in enumerate(widths):
+            stride = 1 if i == 0 else 2
+            layers += [nn.Conv2d(c, w, 3, stride, 1, bias=False), nn.BatchNorm2d(w), nn.ReLU()]
+            c = w
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, out_dim)]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 4:
+            raise ValueError(f"SmallCNN takes (B, C, H, W) images, got shape {tuple(x.shape)}")
         return self.net(x)
 
 

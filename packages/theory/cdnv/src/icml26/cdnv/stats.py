@@ -10,17 +10,18 @@ None of them needs a d x d covariance:
   ``p = M z``, and adds ``(p_a - p_b)^2 = (z . Delta_ab)^2`` to entry (a, b): an (N, C) product
   per chunk, a (C, C) accumulator. ``||z||^2`` and ``||z||^4`` give tr Sigma and Theta exactly.
 - ``tr Sigma^2 = E[(z . z')^2]`` over independent same-class pairs is estimated by the mean of
-  ``(z_s . z_t)^2`` over pairs of same-class samples less than ``lags`` apart in the stream (each
-  class also carries its last sample into the next chunk). The estimate is unbiased up to the
-  plug-in mean (each pair term has expectation tr Sigma^2); it only enters the finite-shot terms
-  of this package's own bound.
+  ``(z_s . z_t)^2`` over pairs of same-class samples less than ``lags`` apart after a seeded
+  shuffle of each chunk (each class also carries its last sample into the next chunk). Each
+  pair term has expectation tr Sigma^2 (up to the plug-in mean) when the two samples are
+  independent: samples correlated across a whole chunk (e.g. a chunk of augmentations of one
+  image) inflate it. It only enters the finite-shot terms of this package's own bound.
 
 All state is a handful of sums (float64), so partial statistics from several processes or data
 shards add up: ``merge`` (in process) and ``all_reduce`` (``torch.distributed``, every rank
-with the same ``num_classes``) reduce them, after each pass. Memory: pass 1 holds (2 + 1) C d
-numbers, pass 2 a (C, C) matrix plus one carried sample per class; a chunk of k rows adds an
-(k, C) projection. At C = 1000, d = 2048 that is ~50 MB plus ~8 k KB, where a per-class
-covariance would take 34 GB (float64).
+with the same ``num_classes``) reduce them, after each pass. Memory: 3 C d numbers of sums, and
+in pass 2 the means, their centred copy and one carried sample per class (3 C d more) and a
+(C, C) matrix; a chunk of k rows adds a (k, C) projection. At C = 1000, d = 2048 that is ~100 MB
+(float64) plus ~8 k KB, where per-class covariances would take 34 GB.
 
 The sums live on the device of the first chunk (later chunks are moved there).
 """
@@ -117,22 +118,38 @@ class StreamingClassStats:
 
     With ``num_classes`` the labels must lie in [0, num_classes) (classes never seen are left
     out of the result); without it any integer labels work and the classes are discovered in
-    pass 1 (``all_reduce`` then needs ``num_classes``, so every rank has the same rows).
+    pass 1 (``all_reduce`` then needs ``num_classes``, so every rank has the same rows). With
+    ``num_classes`` and ``dim`` the sums exist before any sample (on ``device``, default the CPU;
+    the first chunk moves them to its device), so a rank whose shard is empty can still reduce.
     ``lags`` sets how many earlier same-class samples each sample is paired with for the
     ``tr Sigma^2`` estimate.
     """
 
-    def __init__(self, num_classes: int | None = None, dim: int | None = None, lags: int = 16):
+    def __init__(
+        self,
+        num_classes: int | None = None,
+        dim: int | None = None,
+        lags: int = 16,
+        device: str | torch.device | None = None,
+    ):
         if num_classes is not None and num_classes < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}")
         if lags < 1:
             raise ValueError(f"lags must be >= 1, got {lags}")
         self.num_classes, self.dim, self.lags = num_classes, dim, lags
         self.device: torch.device | None = None  # that of the first chunk
+        self._seen = False
         self.phase = 1
         self._labels: list[int] = list(range(num_classes)) if num_classes else []
         self._row: dict[int, int] = {c: c for c in self._labels}
         self._state: dict[str, torch.Tensor] = {}
+        # Pairs for tr Sigma^2 are taken in a seeded random order inside each chunk, so samples
+        # that arrive next to a near-copy of themselves (augmentations, sorted data) do not pair.
+        self._gen = torch.Generator().manual_seed(0)
+        if num_classes is not None and dim is not None:
+            # A rank that sees no samples still holds the sums all_reduce needs.
+            self.device = torch.device(device or "cpu")
+            self._alloc(num_classes, dim)
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _alloc(self, C: int, d: int) -> None:
@@ -172,8 +189,11 @@ class StreamingClassStats:
 
     def _check_chunk(self, features, labels) -> tuple[torch.Tensor, torch.Tensor]:
         x = _to_tensor(features, "features", 2).detach()
-        if self.device is None:
-            self.device = x.device
+        if not self._seen:  # the sums follow the first chunk's device
+            self._seen = True
+            if self.device != x.device:
+                self.device = x.device
+                self._state = {k: v.to(x.device) for k, v in self._state.items()}
         x = x.to(self.device, torch.float64)
         y = _to_tensor(labels, "labels", 1).detach().to(self.device)
         if x.shape[0] != y.shape[0]:
@@ -259,15 +279,17 @@ class StreamingClassStats:
         # sample of each class first in its group.
         carried = self._has_carry.nonzero().squeeze(1)
         carried = carried[torch.isin(carried, rows)]
-        zz = torch.cat([self._carry[carried], z])
-        rr = torch.cat([carried, rows])
+        shuffle = torch.randperm(len(z), generator=self._gen).to(z.device)
+        zz = torch.cat([self._carry[carried], z[shuffle]])
+        rr = torch.cat([carried, rows[shuffle]])
         order = torch.argsort(rr, stable=True)
         zz, rr = zz[order], rr[order]
         for lag in range(1, min(self.lags, len(rr) - 1) + 1):
             same = rr[lag:] == rr[:-lag]
             if not same.any():
                 continue
-            dots = (zz[lag:][same] * zz[:-lag][same]).sum(1)
+            # Row-wise dot products as one batched matmul: no (k, d) temporary, no masked copy.
+            dots = torch.einsum("id,id->i", zz[lag:], zz[:-lag])[same]
             s["pair_s"].index_add_(0, rr[lag:][same], dots.pow(2))
             s["pair_n"].index_add_(0, rr[lag:][same], torch.ones_like(dots))
         ends = torch.ones_like(rr, dtype=torch.bool)
@@ -285,8 +307,23 @@ class StreamingClassStats:
             raise ValueError(
                 "merge needs accumulators in the same pass with the same classes and dimension"
             )
+        if self.phase == 2 and not torch.equal(self._means, other._means.to(self.device)):
+            raise ValueError(
+                "merge: the second passes are centred on different means; reduce the first "
+                "passes first (merge or all_reduce) and load_first_pass() the result everywhere"
+            )
         for k in self._current():
             self._state[k] += other._state[k].to(self.device)
+        return self
+
+    def load_first_pass(self, other: "StreamingClassStats") -> "StreamingClassStats":
+        """Replace this accumulator's first-pass sums by ``other``'s (e.g. the merge of every
+        shard), so all shards centre their second pass on the same means."""
+        if self.phase != 1 or other.phase != 1:
+            raise ValueError("load_first_pass: both accumulators must still be in the first pass")
+        if other._labels != self._labels or other.dim != self.dim:
+            raise ValueError("load_first_pass needs the same classes and dimension")
+        self._state = {k: other._state[k].clone().to(self.device) for k in _PASS1}
         return self
 
     def all_reduce(self, group=None) -> "StreamingClassStats":
@@ -378,8 +415,8 @@ def chunks(features, labels, size: int) -> list[tuple[torch.Tensor, torch.Tensor
 
 def exact_class_stats(features, labels) -> ClassStats:
     """The same statistics through each class's d x d covariance, one class at a time: exact
-    ``tr Sigma^2``, O(d^2 + C^2 + C d) memory, O(N d^2 + C^2 d^2) time. A reference for tests
-    and the baseline of ``bench``."""
+    ``tr Sigma^2``, O(d^2 + C^2 + C d) memory, O(N d^2 + C^2 d^2) time, all samples in memory.
+    The reference the tests compare against."""
     x = _to_tensor(features, "features", 2).detach().double()
     y = _to_tensor(labels, "labels", 1).detach().to(x.device).long()
     classes = torch.unique(y)
