@@ -108,3 +108,29 @@ def test_bad_arguments():
         fewshot_bound(class_stats(x, y), 0)
     with pytest.raises(ValueError, match="ways"):
         fewshot_bound(class_stats(x, y), 2, ways=1)
+
+
+def test_the_pair_variance_in_our_bound_covers_a_monte_carlo_variance():
+    """Simulate Z = ||x - mu^_j||^2 - ||x - mu^_i||^2 (query of class i, m-shot centroids): its
+    mean is the bound's exact mean and its variance is at most the bound's (Minkowski-combined)
+    variance, and not far below it. A wrong variance term fails one side or the other."""
+    g = torch.Generator().manual_seed(3)
+    d, m, n = 6, 3, 200_000
+    scales = [torch.linspace(0.4, 1.4, d, dtype=torch.float64), torch.full((d,), 0.8).double()]
+    mu = [torch.zeros(d, dtype=torch.float64), 1.5 * torch.ones(d, dtype=torch.float64)]
+    x = torch.cat([mu[c] + scales[c] * torch.randn(n, d, generator=g).double() for c in (0, 1)])
+    st = class_stats(x, torch.arange(2).repeat_interleave(n))  # ~population moments
+    d2 = (st.means[0] - st.means[1]).pow(2).sum()
+    v = st.total_variance
+    mean = 1 + (v[1] - v[0]) / (m * d2)  # E Z / ||Delta||^2
+    b = pairwise_bound(st, m)[0, 1]
+    spread = b * mean**2 / (1 - b)  # invert Cantelli: b = s / (s + mean^2)
+    T = 200_000
+    q = mu[0] + scales[0] * torch.randn(T, d, generator=g).double()
+    c0 = mu[0] + scales[0] * torch.randn(T, m, d, generator=g).double().mean(1)
+    c1 = mu[1] + scales[1] * torch.randn(T, m, d, generator=g).double().mean(1)
+    z = ((q - c1).pow(2).sum(1) - (q - c0).pow(2).sum(1)) / d2
+    assert z.mean().item() == pytest.approx(mean.item(), abs=4 * z.std().item() / T**0.5)
+    var = z.var().item()
+    assert var <= spread.item() * 1.02  # an upper bound (up to Monte Carlo noise)
+    assert var >= spread.item() / 3  # and not a vacuous one
