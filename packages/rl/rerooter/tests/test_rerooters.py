@@ -47,12 +47,13 @@ def test_cluster_weights_are_harmonic_per_community_and_inherited_before_cluster
     for child in range(1, 4):
         r.generated(child - 1, child)
     r.recluster()
-    assert len(r.membership) == 4
-    same = r.membership[1] == r.membership[2]
+    # Louvain (seeded) keeps a 4-node chain in one community: pinned, so the weights below
+    # are checked against one known partition rather than whichever came out.
+    assert list(r.membership) == [0, 0, 0, 0]
     w1 = r.weight(1)
     tree.w[1] = w1
     w2 = r.weight(2)
-    assert w1 == 1.0 and w2 == (0.5 if same else 1.0)
+    assert w1 == 1.0 and w2 == 0.5  # the 1st and 2nd expansions of one community: 1/1, 1/2
     # Nodes generated after the last clustering: w_parent / (w_parent + 1).
     tree.w[2] = w2
     for node in (4, 5):  # grow the chain

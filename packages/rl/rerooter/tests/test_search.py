@@ -18,6 +18,7 @@ from icml26.rerooter import (
 )
 from icml26.rerooter.search import (
     add_rerooting_point,
+    best_first_search,
     extend_terms,
     slenderness_reference,
     terms_cost,
@@ -165,13 +166,23 @@ def test_rerooting_beats_lts_where_a_good_rerooter_exists():
 @pytest.mark.parametrize("method", ["lts", "phs_star", "sqrt_lts_h", "sqrt_lts_l", "sqrt_lts_lh"])
 def test_solutions_are_valid_and_budgets_respected(method):
     guide = UniformPolicy(heuristic=True)
-    for env in bundled_levels("test")[:4]:
+    for env in bundled_levels("test")[:4]:  # hard at this budget: mostly unsolved
         r = run_search(method, env, guide, 1500)
         assert r.expansions <= 1500
         assert r.generated >= r.expansions
         if r.solved:
             assert is_solution(env, r.actions)
-            assert r.states[0] == env.initial_state() and env.is_goal(r.states[-1])
+    # Instances every method solves, so the solution checks always run.
+    for tiles in (
+        [1, 2, 0, 3, 4, 5, 6, 7, 8],
+        [3, 1, 2, 6, 4, 5, 0, 7, 8],
+        [1, 4, 2, 3, 0, 5, 6, 7, 8],
+    ):
+        env = SlidingTile(tiles)
+        r = run_search(method, env, UniformPolicy(), 5000)
+        assert r.solved, f"{method} did not solve {tiles}"
+        assert is_solution(env, r.actions) and r.expansions <= 5000
+        assert r.states[0] == env.initial_state() and env.is_goal(r.states[-1])
 
 
 def test_golden_expansion_counts():
@@ -214,3 +225,35 @@ def test_mixed_rerooter_solves_with_a_valid_path():
     env = bundled_levels("test")[2]
     r = sqrt_lts(env, UniformPolicy(heuristic=True), MixedRerooter(), 20000)
     assert r.solved and is_solution(env, r.actions)
+
+
+def test_replay_expands_the_given_order_under_every_priority():
+    from icml26.rerooter import HeuristicRerooter
+
+    env = bundled_levels("test")[1]
+    guide = UniformPolicy(heuristic=True)
+    ref = lts(env, guide, 800, trace=True)
+    assert len(ref.expansion_order) == ref.expansions > 100
+    for priority, rerooter in (
+        ("d_pi", None),
+        ("phs_star", None),
+        ("rerooted", HeuristicRerooter()),
+    ):
+        r = best_first_search(
+            env, guide, 10**6, priority, rerooter, trace=True, replay=ref.expansion_order
+        )
+        # the same tree, whatever the priority would have chosen
+        assert r.expansion_order == ref.expansion_order
+        assert (r.expansions, r.generated, r.solved) == (ref.expansions, ref.generated, ref.solved)
+    # a priority's own trace replays to its own search
+    own = sqrt_lts(env, guide, HeuristicRerooter(), 800, trace=True)
+    again = best_first_search(
+        env, guide, 800, "rerooted", HeuristicRerooter(), replay=own.expansion_order
+    )
+    assert (again.expansions, again.solved, again.actions) == (
+        own.expansions,
+        own.solved,
+        own.actions,
+    )
+    with pytest.raises(ValueError, match="not generated before its turn"):
+        best_first_search(env, guide, 10, "d_pi", replay=[ref.expansion_order[0], "nowhere"])

@@ -5,6 +5,12 @@ thread, with and without a network in the loop (``UniformPolicy(heuristic=True)`
 two-headed net through ``NetEvaluator``). The naive √LTS row recomputes each node's cost from the
 definition (O(d^2) per node, the straightforward approach); the others use the incremental live-term
 lists. Target: √LTS within 2x of LTS's expansion rate.
+
+Whole searches expand different trees (a method that finds the goal sooner, or wanders into
+cheaper states, shows a different rate), so a second table replays one and the same expansion
+order (LTS's, at the same budget) through every method's bookkeeping (``best_first_search(...,
+replay=...)``): the same nodes generated and evaluated, only the costs, rerooter and open-list
+work differ. Its ratios are the price of the bookkeeping alone.
 """
 
 import time
@@ -16,7 +22,7 @@ from icml26.rerooter._results import resolve_device
 from icml26.rerooter.evaluators import NetEvaluator, UniformPolicy
 from icml26.rerooter.model import ConvNetConfig, TwoHeadedConvNet
 from icml26.rerooter.rerooters import ClusterRerooter, HeuristicRerooter, MixedRerooter
-from icml26.rerooter.search import lts, phs_star, sqrt_lts
+from icml26.rerooter.search import best_first_search, lts, phs_star, sqrt_lts
 from icml26.rerooter.sokoban import bundled_levels
 
 
@@ -87,4 +93,40 @@ def run_bench(cfg: BenchConfig) -> dict[str, dict[str, float]]:
             print(f"{name:22s} {n:>10d} {rate:>9.0f} {rate / lts_rate:>10.2f}")
         out[ev_name] = {name: r for name, (r, _) in rates.items()}
         out[ev_name].update({f"{name} / LTS": r / lts_rate for name, (r, _) in rates.items()})
+        same = _replay_rates(levels, ev, b, nb)
+        print("same expansion order (LTS's, replayed through each method's bookkeeping):")
+        print(f"{'search':22s} {'expansions':>10s} {'exp/s':>9s} {'rate / LTS':>10s}")
+        for name, (rate, n) in same.items():
+            print(f"{name:22s} {n:>10d} {rate:>9.0f} {rate / same['LTS'][0]:>10.2f}")
+        out[f"{ev_name}, same trace"] = {
+            **{name: r for name, (r, _) in same.items()},
+            **{f"{name} / LTS": r / same["LTS"][0] for name, (r, _) in same.items()},
+        }
+    return out
+
+
+def _replay_rates(levels, ev, budget: int, naive_budget: int) -> dict[str, tuple[float, int]]:
+    """Expansions per second of each method's bookkeeping on LTS's own expansion order."""
+    methods = {
+        "LTS": ("d_pi", None, False),
+        "PHS*": ("phs_star", None, False),
+        "√LTS-H": ("rerooted", HeuristicRerooter, False),
+        "√LTS-L": ("rerooted", ClusterRerooter, False),
+        "√LTS-LH": ("rerooted", MixedRerooter, False),
+        "√LTS-H naive O(d^2)": ("rerooted", HeuristicRerooter, True),
+    }
+    traces = [lts(env, ev, budget, trace=True).expansion_order for env in levels]
+    out = {}
+    for name, (priority, make, naive) in methods.items():
+        expansions, seconds = 0, 0.0
+        for env, order in zip(levels, traces, strict=True):
+            order = order[:naive_budget] if naive else order
+            rerooter = make() if make is not None else None
+            t = time.perf_counter()
+            r = best_first_search(
+                env, ev, len(order), priority, rerooter, naive=naive, replay=order
+            )
+            seconds += time.perf_counter() - t
+            expansions += r.expansions
+        out[name] = (expansions / max(seconds, 1e-9), expansions)
     return out

@@ -185,11 +185,18 @@ def best_first_search(
     mix_epsilon: float = 0.0,
     trace: bool = False,
     naive: bool = False,
+    replay: Sequence[Any] | None = None,
 ) -> SearchResult:
     """The engine behind ``lts``, ``phs_star`` and ``sqrt_lts`` (see their docstrings).
 
     ``naive=True`` (rerooted only) recomputes every node's cost from the definition, O(d^2) per
     node, as a baseline for ``bench`` and a cross-check in the tests.
+
+    ``replay`` (state hashes, e.g. another search's ``expansion_order``) expands exactly those
+    nodes in that order instead of popping the open list, while still computing and pushing
+    every cost and running the rerooter: every priority then does its bookkeeping on one and the
+    same tree, so ``bench`` can time the bookkeeping alone. Each replayed state must have been
+    generated before its turn (true for any search's own trace on the same environment).
     """
     _validate(env, budget, batch_size, mix_epsilon)
     if priority not in ("d_pi", "slenderness", "phs_star", "rerooted"):
@@ -273,10 +280,21 @@ def best_first_search(
     if rerooter is not None:
         rerooter.reset(tree)
 
+    replay_iter = iter(replay) if replay is not None else None
     while open_list:
         if result.expansions >= budget:
             break
-        c, n = heapq.heappop(open_list)
+        if replay_iter is None:
+            c, n = heapq.heappop(open_list)
+        else:
+            key = next(replay_iter, None)
+            if key is None:
+                break
+            if key not in seen:
+                raise ValueError("replay: a state was not generated before its turn")
+            n, c = seen[key], math.nan
+            if policy[n] is None:  # still in the pending batch (the open list never empties)
+                evaluate()
         result.expansions += 1
         if trace:
             result.expansion_order.append(key_of(states[n]))
