@@ -1,4 +1,5 @@
 import json
+import math
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from icml26.testing import run_cli, validate_results
 
 def test_help_lists_the_subcommands():
     out = run_cli("icml26.rerooter", ["--help"])
-    for sub in ("demo", "train", "evaluate", "bench"):
+    for sub in ("demo", "train", "evaluate", "bench", "bound"):
         assert sub in out.stdout
 
 
@@ -109,3 +110,15 @@ def test_train_evaluate_and_resume(tmp_path, capsys):
         "icml26.rerooter", ["evaluate", "--checkpoint", str(tmp_path / "none")], check=False
     )
     assert bad.returncode == 2 and "no config.json" in bad.stderr
+
+
+def test_bound_command_writes_the_terms_of_solved_searches(tmp_path, capsys):
+    assert main(["bound", "--levels", "3", "--budget", "3000", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "bound.json").read_text())
+    assert set(report["solved"]) == {"√LTS-H", "√LTS-L", "√LTS-LH"}
+    rows = [r for rs in report["solved"].values() for r in rs]
+    assert rows, "nothing solved: the bound is never checked"
+    for r in rows:
+        assert math.log(r["expansions"]) <= r["log_bound_simplified"]
+    assert (tmp_path / "bound.png").stat().st_size > 10_000
+    assert "above (simplified)" in capsys.readouterr().out

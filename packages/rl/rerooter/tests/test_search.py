@@ -257,3 +257,32 @@ def test_replay_expands_the_given_order_under_every_priority():
     )
     with pytest.raises(ValueError, match="not generated before its turn"):
         best_first_search(env, guide, 10, "d_pi", replay=[ref.expansion_order[0], "nowhere"])
+
+
+def test_bound_terms_match_their_definitions_and_lie_above_the_expansions():
+    from icml26.rerooter import HeuristicRerooter
+    from icml26.rerooter.search import bound_terms, log_slenderness
+
+    lps = [math.log(0.5), math.log(0.25), math.log(0.9), math.log(0.5)]
+    assert log_slenderness(lps) == pytest.approx(slenderness_reference(lps))
+    # rerooting points at 0 (w = 1) and 2 (w = 0.1): segments [0, 2) and [2, 4)
+    t = bound_terms(lps, [1.0, 0.0, 0.1, 0.0], total_weight=3.0)
+    seg = [slenderness_reference(lps[:2]), slenderness_reference(lps[2:]) - math.log(0.1)]
+    assert t["log_bound_simplified"] == pytest.approx(math.log(3.0) + max(seg))
+    assert t["log_bound_trivial"] == pytest.approx(math.log(3.0) + slenderness_reference(lps))
+    guide = UniformPolicy(heuristic=True)
+    solved = 0
+    for env in bundled_levels("test")[:5]:
+        r = sqrt_lts(env, guide, HeuristicRerooter(), 5000)
+        if not r.solved:
+            continue
+        solved += 1
+        b = r.bound
+        assert b["W"] >= 1.0  # the root's weight is 1
+        assert b["log_bound_trivial"] == pytest.approx(
+            math.log(b["W"]) + b["log_slenderness_solution"]
+        )
+        # the inequality the terms are logged for (the authors' simplified bound)
+        assert math.log(r.expansions) <= b["log_bound_simplified"]
+    assert solved >= 3
+    assert lts(bundled_levels("test")[0], guide, 100).bound == {}  # √LTS only

@@ -1,4 +1,5 @@
-"""Command line: ``icml26-rerooter demo [--quick]``, ``train``, ``evaluate`` and ``bench``.
+"""Command line: ``icml26-rerooter demo [--quick]``, ``train``, ``evaluate``, ``bench`` and
+``bound``.
 
 Also ``python -m icml26.rerooter``.
 """
@@ -8,6 +9,7 @@ import sys
 import tyro
 
 from icml26.rerooter.bench import BenchConfig, run_bench
+from icml26.rerooter.bound import BoundConfig, run_bound
 from icml26.rerooter.demo import DemoConfig, run_demo
 from icml26.rerooter.train import EvaluateConfig, TrainConfig, run_evaluate, run_train
 
@@ -19,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
             "train": TrainConfig,
             "evaluate": EvaluateConfig,
             "bench": BenchConfig,
+            "bound": BoundConfig,
         },
         prog="icml26-rerooter",
         description="√LTS tree search with learned rerooters, LTS and PHS* (ICML 2026).",
@@ -29,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         TrainConfig: run_train,
         EvaluateConfig: run_evaluate,
         BenchConfig: run_bench,
+        BoundConfig: run_bound,
     }
     try:
         runners[type(cfg)](cfg)

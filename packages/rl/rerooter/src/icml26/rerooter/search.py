@@ -33,6 +33,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Literal
 
 import numpy as np
@@ -63,6 +64,9 @@ class SearchResult:
     """Hashes of the expanded states in order (only with ``trace=True``)."""
     expansion_costs: list[float] = field(default_factory=list, repr=False)
     """The priority each expanded node had (only with ``trace=True``)."""
+    bound: dict[str, float] = field(default_factory=dict, repr=False)
+    """√LTS only, when solved: the terms of the expansion bound along the solution (see
+    ``bound_terms``)."""
 
 
 @dataclass
@@ -154,6 +158,51 @@ def rerooted_cost_reference(path_log_probs: Sequence[float], weights: Sequence[f
     return best
 
 
+def log_slenderness(path_log_probs: Sequence[float]) -> float:
+    """log lambda(n_j; n_i) for the path n_i -> n_j with these step log-probabilities, O(j - i):
+    ``a <- a p + 1`` from a = 1 gives lambda(n_j; n_i) pi(n_j | n_i)."""
+    a = 1.0
+    for lp in path_log_probs:
+        a = a * math.exp(lp) + 1.0
+    return math.log(a) - math.fsum(path_log_probs)
+
+
+def bound_terms(
+    path_log_probs: Sequence[float], weights: Sequence[float], total_weight: float
+) -> dict[str, float]:
+    """The terms of √LTS's expansion bound for a solution path, as the authors' search logs
+    them (``rlts.h``): ``W`` = the sum of the weights of all expanded nodes; the path's
+    rerooting points are its nodes with w > 0 (the root's w is 1); each segment between
+    consecutive points (and the last point to the goal) has cost ``log lambda`` over it; the
+    segment maximising ``cost - log w`` (w of its first node) gives
+
+        log_bound_simplified = log W - log w* + cost*
+        log_bound_trivial    = log W + log lambda(goal; root)
+
+    The authors' code leaves the last segment (to the goal) out of the maximum; here it is in.
+    """
+    d = len(path_log_probs)
+    if len(weights) != d or d == 0 or not total_weight > 0:
+        raise ValueError("need d >= 1 log-probs and weights and a positive total weight")
+    points = [0] + [k for k in range(1, d) if weights[k] > 0.0]
+    ends = [*points[1:], d]
+    best, best_w, best_cost = -math.inf, 1.0, 0.0
+    for start, end in zip(points, ends, strict=True):
+        w = 1.0 if start == 0 else weights[start]
+        cost = log_slenderness(path_log_probs[start:end])
+        if cost - math.log(w) > best:
+            best, best_w, best_cost = cost - math.log(w), w, cost
+    log_w = math.log(total_weight)
+    return {
+        "W": total_weight,
+        "log_slenderness_solution": log_slenderness(path_log_probs),
+        "max_segment_w": best_w,
+        "max_segment_log_slenderness": best_cost,
+        "log_bound_simplified": log_w - math.log(best_w) + best_cost,
+        "log_bound_trivial": log_w + log_slenderness(path_log_probs),
+    }
+
+
 def slenderness_reference(path_log_probs: Sequence[float]) -> float:
     """log lambda(n_d; n_0): the LTS slenderness cost from its definition."""
     return rerooted_cost_reference(path_log_probs, [1.0] + [0.0] * (len(path_log_probs) - 1))
@@ -216,6 +265,7 @@ def best_first_search(
     open_list: list[tuple[float, int]] = []
     pending: list[int] = []
     result = SearchResult(False, [], 0, 0)
+    total_weight = 0.0  # sum of w over expanded nodes (√LTS): the bound's W
 
     def new_node(state, par: int, act: int, d: int, lp: float, a: float, t: Terms) -> int:
         states.append(state)
@@ -303,6 +353,7 @@ def best_first_search(
         if rerooted:
             w = 1.0 if n == 0 else rerooter.weight(n)
             w_of[n] = w
+            total_weight += w
             if not naive:
                 child_terms = add_rerooting_point(terms[n], log_prob[n], w)
         state, lp_n, d = states[n], log_prob[n], depth[n] + 1
@@ -335,7 +386,11 @@ def best_first_search(
                 rerooter.generated(n, m)
             if is_goal(child):
                 result.generated = len(states)
-                _set_solution(result, tree, m)
+                path = _set_solution(result, tree, m)
+                if rerooted:
+                    lps = [log_prob[b] - log_prob[a] for a, b in pairwise(path)]
+                    ws = [w_of[k] for k in path[:-1]]
+                    result.bound = bound_terms(lps, ws, total_weight)
                 return result
             pending.append(m)
         if pending and (not open_list or len(pending) >= batch_size):
@@ -344,7 +399,7 @@ def best_first_search(
     return result
 
 
-def _set_solution(result: SearchResult, tree: SearchTree, goal: int) -> None:
+def _set_solution(result: SearchResult, tree: SearchTree, goal: int) -> list[int]:
     path = []
     node = goal
     while node >= 0:
@@ -355,6 +410,7 @@ def _set_solution(result: SearchResult, tree: SearchTree, goal: int) -> None:
     result.states = [tree.states[i] for i in path]
     result.actions = [tree.action[i] for i in path[1:]]
     result.solution_log_prob = tree.log_prob[goal]
+    return path
 
 
 # -- the public searches ---------------------------------------------------------------------------
