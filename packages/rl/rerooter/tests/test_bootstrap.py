@@ -127,3 +127,53 @@ def test_bootstrap_runs_unchanged_under_two_gloo_ranks():
     assert results[0]["rows"][-1]["solved_total"] >= 1
     for a, b in zip(results[0]["weights"], results[1]["weights"], strict=True):
         torch.testing.assert_close(a, b)
+
+
+def test_lts_cm_budget_rule():
+    from icml26.rerooter.bootstrap import lts_cm_budget
+
+    # Both flags (the solved set grew by > 10% of 100, and this iteration solved > 1.1x the
+    # problems solved before): keep the budget.
+    assert lts_cm_budget(4000, 100, 20, 40, 30, 9000) == 4000
+    # Growth too small: 2 b + expansions of the solved / problems still unsolved.
+    assert lts_cm_budget(4000, 100, 20, 25, 30, 9000) == 8000 + 9000 // 75
+    # This iteration solved too few (re-solves included): same rule.
+    assert lts_cm_budget(4000, 100, 20, 40, 21, 9000) == 8000 + 9000 // 60
+    # Nothing solved yet, nothing now: doubles.
+    assert lts_cm_budget(4000, 100, 0, 0, 0, 0) == 8000
+    # Everything solved: no division by zero, no change.
+    assert lts_cm_budget(4000, 10, 10, 10, 10, 500) == 4000
+
+
+def test_authors_loop_searches_every_problem_and_stops_on_validation():
+    from icml26.rerooter.bootstrap import AuthorsBootstrapConfig, bootstrap_train_authors
+
+    torch.manual_seed(0)
+    net = TwoHeadedConvNet(TILE_NET)
+    rng = np.random.default_rng(4)
+    train = _problems(12, seed=3)
+    val = [SlidingTile.random_walk(3, n, rng) for n in (2, 3, 14, 16)]  # two easy, two harder
+    cfg = AuthorsBootstrapConfig(
+        method="sqrt_lts_h",
+        initial_budget=60,
+        problems_per_batch=5,
+        grad_steps=2,
+        learning_batch=16,
+        validation_ratio=0.5,
+        max_iterations=6,
+    )
+    assert cfg.resolved_epsilon() == 0.01  # the C++'s default for √LTS
+    hist = bootstrap_train_authors(train, val, net, cfg, progress=False)
+    rows = hist.rows
+    assert all(r["searched"] == len(train) for r in rows)  # every problem, every iteration
+    assert len(hist.curve) == len(train) * len(rows)
+    assert any(r["loss"] is not None for r in rows)
+    budgets = [r["budget"] for r in rows]
+    assert budgets == sorted(budgets)  # never falls
+    # Stop rule: one more iteration after the validation union reaches 50%.
+    reached = next(i for i, r in enumerate(rows) if r["validation_solved_ever"] >= 2)
+    assert len(rows) == min(reached + 2, cfg.max_iterations)
+    for i, sol in hist.solved.items():
+        assert is_solution(train[i], sol["actions"])
+    with pytest.raises(ValueError, match="non-empty"):
+        bootstrap_train_authors(train, [], net, cfg, progress=False)

@@ -8,9 +8,12 @@ online bootstrap training. See the README for what follows the paper and what is
 
 from icml26.rerooter.bootstrap import (
     METHODS,
+    AuthorsBootstrapConfig,
     BootstrapConfig,
     BootstrapHistory,
     bootstrap_train,
+    bootstrap_train_authors,
+    lts_cm_budget,
     run_search,
 )
 from icml26.rerooter.environment import Environment, is_solution, replay
@@ -32,6 +35,7 @@ from icml26.rerooter.sokoban import Sokoban, bundled_levels, load_boxoban, parse
 
 __all__ = [
     "METHODS",
+    "AuthorsBootstrapConfig",
     "BootstrapConfig",
     "BootstrapHistory",
     "ClusterRerooter",
@@ -50,10 +54,12 @@ __all__ = [
     "TwoHeadedConvNet",
     "UniformPolicy",
     "bootstrap_train",
+    "bootstrap_train_authors",
     "bundled_levels",
     "is_solution",
     "load_boxoban",
     "lts",
+    "lts_cm_budget",
     "parse_boxoban",
     "phs_star",
     "replay",

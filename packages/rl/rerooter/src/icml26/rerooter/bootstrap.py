@@ -1,9 +1,14 @@
 """Online training by bootstrap: search, learn from what was solved, search again.
 
-The loop of Jabbari Arfaee et al. (2011) as used for LTS (Orseau & Lelis 2021) and by the authors'
-``train_bootstrap.h``: each iteration searches every still-unsolved training problem with the
-current network and an expansion budget, adds the solution paths found to the training set,
-trains, and doubles the budget when an iteration solved nothing new.
+Two loops:
+- ``bootstrap_train``: the loop of Jabbari Arfaee et al. (2011) in a simple form: each iteration
+  searches every still-unsolved training problem with the current network and an expansion
+  budget, adds the solution paths found to the training set (older paths are kept, never
+  refreshed), trains once, and doubles the budget when an iteration solved nothing new;
+- ``bootstrap_train_authors``: the loop of the authors' ``train_bootstrap.h`` (tuero/libpolicyts):
+  every problem in every iteration, learning after each chunk of 32 on that chunk's paths, the
+  LTS_CM budget rule, policy mixing, a validation set and its stop rule
+  (``AuthorsBootstrapConfig``).
 
 Losses (per state on a solution path of problem k, found with N_k expansions):
 - policy: the LTS loss of Orseau & Lelis (2021). Its gradient for one solved problem is
@@ -52,14 +57,22 @@ METHOD_LABELS = {
 
 
 def run_search(
-    method: str, env: Environment, evaluator: Evaluator, budget: int, *, batch_size: int = 32
+    method: str,
+    env: Environment,
+    evaluator: Evaluator,
+    budget: int,
+    *,
+    batch_size: int = 32,
+    mix_epsilon: float = 0.0,
 ) -> SearchResult:
     """One search by name: ``lts``, ``phs_star``, ``sqrt_lts_h`` (heuristic rerooter),
-    ``sqrt_lts_l`` (clustering rerooter) or ``sqrt_lts_lh`` (both)."""
+    ``sqrt_lts_l`` (clustering rerooter) or ``sqrt_lts_lh`` (both). ``mix_epsilon`` mixes the
+    policy with the uniform one, ``(1 - eps) pi + eps / |A|``."""
+    kw = dict(batch_size=batch_size, mix_epsilon=mix_epsilon)
     if method == "lts":
-        return lts(env, evaluator, budget, batch_size=batch_size)
+        return lts(env, evaluator, budget, **kw)
     if method == "phs_star":
-        return phs_star(env, evaluator, budget, batch_size=batch_size)
+        return phs_star(env, evaluator, budget, **kw)
     rerooters = {
         "sqrt_lts_h": HeuristicRerooter,
         "sqrt_lts_l": ClusterRerooter,
@@ -67,7 +80,7 @@ def run_search(
     }
     if method not in rerooters:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    return sqrt_lts(env, evaluator, rerooters[method](), budget, batch_size=batch_size)
+    return sqrt_lts(env, evaluator, rerooters[method](), budget, **kw)
 
 
 @dataclass(frozen=True)
@@ -332,6 +345,245 @@ def bootstrap_train(
         history.iteration += 1
         if directory is not None and rank == 0:
             save_checkpoint(directory, net, opt, history, cfg)
+        if world > 1:
+            dist.barrier()
+    return history
+
+
+# -- the loop of the authors' train_bootstrap.h ----------------------------------------------------
+@dataclass(frozen=True)
+class AuthorsBootstrapConfig:
+    """The bootstrap of the authors' C++ (``train_bootstrap.h`` in tuero/libpolicyts, defaults
+    of its train programs): every training problem is searched in every iteration, reshuffled, in
+    chunks of ``problems_per_batch``; after each chunk the network takes ``grad_steps`` shuffled
+    passes (minibatches of ``learning_batch``) over that chunk's solution paths only; the budget
+    follows the LTS_CM rule; the whole validation set is searched after each iteration and
+    training stops one iteration after the union of validation problems ever solved reaches
+    ``validation_ratio``."""
+
+    method: Method = "sqrt_lts_lh"
+    initial_budget: int = 4000
+    """Expansion budget of the first iteration (the C++ default)."""
+    max_budget: int = 2**31 - 1
+    """The budget is capped here (it does not stop training)."""
+    bootstrap_factor: float = 0.1
+    """LTS_CM's f (see ``lts_cm_budget``)."""
+    problems_per_batch: int = 32
+    grad_steps: int = 10
+    """Passes over a chunk's solution paths after the chunk is searched."""
+    learning_batch: int = 256
+    lr: float = 3e-4
+    weight_decay: float = 1e-4
+    """Adam with coupled L2 weight decay, as the C++."""
+    heuristic_weight: float = 0.01
+    mix_epsilon: float | None = None
+    """Policy mixing with the uniform policy; default as the C++: 0.01 for √LTS, 0 for LTS/PHS*."""
+    validation_ratio: float | None = None
+    """Stop once this share of validation problems was solved; default 0.95 for √LTS (the
+    C++'s rlts programs), 0.99 for LTS/PHS*."""
+    max_iterations: int = 100
+    inference_batch: int = 32
+    seed: int = 0
+
+    def resolved_epsilon(self) -> float:
+        if self.mix_epsilon is not None:
+            return self.mix_epsilon
+        return 0.01 if self.method.startswith("sqrt_lts") else 0.0
+
+    def resolved_ratio(self) -> float:
+        if self.validation_ratio is not None:
+            return self.validation_ratio
+        return 0.95 if self.method.startswith("sqrt_lts") else 0.99
+
+    def validate(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.initial_budget < 1 or self.max_budget < self.initial_budget:
+            raise ValueError("need 1 <= initial_budget <= max_budget")
+        for name in (
+            "problems_per_batch",
+            "grad_steps",
+            "learning_batch",
+            "max_iterations",
+            "inference_batch",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.resolved_epsilon() < 1:
+            raise ValueError(f"mix_epsilon must lie in [0, 1), got {self.mix_epsilon}")
+        if not 0 < self.resolved_ratio() <= 1:
+            raise ValueError(f"validation_ratio must lie in (0, 1], got {self.validation_ratio}")
+        if not self.lr > 0 or self.bootstrap_factor <= 0 or self.heuristic_weight < 0:
+            raise ValueError("need lr > 0, bootstrap_factor > 0 and heuristic_weight >= 0")
+
+
+def lts_cm_budget(
+    budget: int,
+    num_train: int,
+    solved_before: int,
+    solved_after: int,
+    solved_this_iteration: int,
+    expansions_of_solved: int,
+    factor: float = 0.1,
+) -> int:
+    """The LTS_CM budget rule of the authors' bootstrap, after one iteration.
+
+    ``flag1``: the set of problems ever solved grew by more than ``factor * num_train``;
+    ``flag2``: this iteration solved (re-solves included) more than ``(1 + factor)`` times the
+    problems solved before it. Unless both hold (and while problems remain unsolved), the budget
+    becomes ``2 budget + expansions_of_solved // (num_train - solved_after)``; it never falls.
+    """
+    flag1 = solved_after - solved_before > factor * num_train
+    flag2 = solved_this_iteration > (1 + factor) * solved_before
+    if (flag1 and flag2) or solved_before >= num_train:
+        return budget
+    remaining = num_train - solved_after
+    return 2 * budget + (expansions_of_solved // remaining if remaining > 0 else 0)
+
+
+def _search_all(problems, indices, cfg, evaluator, budget, rank, world, eps) -> list[tuple]:
+    mine = indices[rank::world]
+    out = []
+    for i in mine:
+        r = run_search(
+            cfg.method,
+            problems[i],
+            evaluator,
+            budget,
+            batch_size=cfg.inference_batch,
+            mix_epsilon=eps,
+        )
+        out.append((i, r.solved, r.actions, r.expansions))
+    return [o for part in _gather(out, world) for o in part]
+
+
+def _learn_chunk(net, wrapped, opt, data, cfg, seed: int, rank: int, world: int) -> float:
+    """``grad_steps`` shuffled passes over the chunk's solution states."""
+    dev = next(net.parameters()).device
+    obs, acts, remaining, weights = (t.to(dev) for t in data)
+    n = len(acts)
+    gen = torch.Generator().manual_seed(seed)
+    net.train()
+    losses = []
+    for _ in range(cfg.grad_steps):
+        perm = torch.randperm(n, generator=gen)
+        for start in range(0, n, cfg.learning_batch):
+            batch = perm[start : start + cfg.learning_batch]
+            idx = batch[rank::world].to(dev)
+            if len(idx) == 0:
+                idx = batch[:1].to(dev)  # a short last minibatch: every rank still steps
+            logits, h = wrapped(obs[idx])
+            ce = nn.functional.cross_entropy(logits, acts[idx], reduction="none")
+            w = weights[idx]
+            loss = (w * ce).sum() / w.sum() + cfg.heuristic_weight * nn.functional.mse_loss(
+                h, remaining[idx]
+            )
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    return float(np.mean(losses)) if losses else math.nan
+
+
+def bootstrap_train_authors(
+    problems: list[Environment],
+    validation: list[Environment],
+    net: TwoHeadedConvNet,
+    cfg: AuthorsBootstrapConfig = AuthorsBootstrapConfig(),
+    *,
+    progress: bool = True,
+) -> BootstrapHistory:
+    """Train ``net`` with the authors' bootstrap loop (``AuthorsBootstrapConfig``); return the
+    history (``rows`` also hold the validation results of every iteration).
+
+    Differences from the C++, by design: the loss is the same as ``bootstrap_train``'s (the
+    expansion-weighted CE normalised by the minibatch's weight, plus the heuristic head's MSE),
+    iterations are capped by ``max_iterations`` rather than a time budget, and the union-based
+    stop rule runs one extra iteration as theirs does.
+    """
+    cfg.validate()
+    if not problems or not validation:
+        raise ValueError("problems and validation must be non-empty lists of environments")
+    rank, world = _dist_info()
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    wrapped = nn.parallel.DistributedDataParallel(net) if world > 1 else net
+    evaluator = NetEvaluator(net)
+    eps = cfg.resolved_epsilon()
+    history = BootstrapHistory(budget=cfg.initial_budget)
+    order_gen = np.random.default_rng(cfg.seed)
+    validation_solved: set[int] = set()
+    need = math.floor(len(validation) * cfg.resolved_ratio())
+    last = False
+    step = 0
+    while history.iteration < cfg.max_iterations:
+        budget = min(history.budget, cfg.max_budget)
+        solved_before = history.num_solved
+        order = order_gen.permutation(len(problems)).tolist()
+        solved_now, expansions_solved, spent = 0, 0, 0
+        chunks = [
+            order[i : i + cfg.problems_per_batch]
+            for i in range(0, len(order), cfg.problems_per_batch)
+        ]
+        bar = tqdm(
+            chunks,
+            desc=f"{METHOD_LABELS[cfg.method]} it{history.iteration} budget {budget}",
+            disable=not progress or rank != 0,
+            leave=False,
+        )
+        losses = []
+        for chunk in bar:
+            results = _search_all(problems, chunk, cfg, evaluator, budget, rank, world, eps)
+            fresh = {}
+            for i, solved, actions, expansions in sorted(results):
+                spent += expansions
+                history.cumulative_expansions += expansions
+                if solved:
+                    solved_now += 1
+                    expansions_solved += expansions
+                    history.solved[i] = {"actions": actions, "expansions": expansions}
+                    fresh[i] = history.solved[i]
+                history.curve.append((history.cumulative_expansions, history.num_solved))
+            if fresh:  # only this chunk's paths, as the C++ (no replay of older solutions)
+                data = _training_set(problems, fresh)
+                losses.append(
+                    _learn_chunk(
+                        net, wrapped, opt, data, cfg, cfg.seed * 100_003 + step, rank, world
+                    )
+                )
+            step += 1
+        val = _search_all(
+            validation, list(range(len(validation))), cfg, evaluator, budget, rank, world, eps
+        )
+        validation_solved |= {i for i, solved, _, _ in val if solved}
+        history.rows.append(
+            {
+                "iteration": history.iteration,
+                "budget": budget,
+                "searched": len(problems),
+                "solved_this_iteration": solved_now,
+                "solved_total": history.num_solved,
+                "expansions": spent,
+                "cumulative_expansions": history.cumulative_expansions,
+                "validation_solved": sum(s for _, s, _, _ in val),
+                "validation_solved_ever": len(validation_solved),
+                "loss": float(np.mean(losses)) if losses else None,
+            }
+        )
+        history.iteration += 1
+        if last:
+            break
+        if len(validation_solved) >= need:
+            last = True  # one more iteration at the same budget, then stop
+            continue
+        history.budget = lts_cm_budget(
+            budget,
+            len(problems),
+            solved_before,
+            history.num_solved,
+            solved_now,
+            expansions_solved,
+            cfg.bootstrap_factor,
+        )
         if world > 1:
             dist.barrier()
     return history
