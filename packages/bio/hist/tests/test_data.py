@@ -78,3 +78,22 @@ def test_synthetic_slides(hexagonal):
     assert not lat.moved.any()  # generated on the lattice: no collisions
     again = make_slide(500, seed=3, hexagonal=hexagonal)
     np.testing.assert_array_equal(again.counts, s.counts)
+
+
+def test_load_her2st_reads_the_published_repository_layout(tmp_path):
+    from PIL import Image
+
+    data = tmp_path / "her2st" / "data"
+    (data / "ST-cnts").mkdir(parents=True)
+    (data / "ST-spotfiles").mkdir()
+    (data / "ST-imgs" / "B" / "B1").mkdir(parents=True)
+    with gzip.open(data / "ST-cnts" / "B1.tsv.gz", "wt") as f:
+        f.write("\tG1\tG2\n1x1\t3\t0\n2x1\t1\t5\n")
+    (data / "ST-spotfiles" / "B1_selection.tsv").write_text(SPOTS)
+    Image.new("RGB", (400, 400), (200, 150, 200)).save(data / "ST-imgs/B/B1/HE_BT24044_D2.jpg")
+    for root in (tmp_path / "her2st", data):  # the repository, or its data/ folder
+        sec = load_her2st(root, "B1", patch_px=8)
+        assert sec.spot_names == ["1x1", "2x1"] and sec.counts.tolist() == [[3, 0], [1, 5]]
+    Image.new("RGB", (10, 10)).save(data / "ST-imgs/B/B1/another.jpg")
+    with pytest.raises(ValueError, match=r"2 \.jpg files"):
+        load_her2st(data, "B1", patch_px=8)

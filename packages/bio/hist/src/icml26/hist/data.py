@@ -214,22 +214,53 @@ def _crop_patches(image_path: Path, xy: np.ndarray, patch_px: int) -> np.ndarray
     return np.stack(out).astype(np.uint8)
 
 
-def load_her2st(root: str | Path, section: str, patch_px: int = 32, genes=None) -> HER2Section:
-    """Read one HER2ST section from the original files in ``root``.
+def her2st_files(root: str | Path, section: str) -> dict[str, Path]:
+    """The count, spot and image files of a HER2ST section under ``root``.
 
-    Keeps the spots listed (and selected) in ``<section>_sel.tsv`` that have counts; ``genes``
-    restricts the columns (None: all). Malformed files raise ValueError naming file and line.
+    Two layouts are read: the files side by side (``<S>.tsv.gz``, ``<S>_selection.tsv`` or
+    ``<S>_sel.tsv``, ``<S>.jpg``), and the published repository's ``data/`` folder
+    (``ST-cnts/<S>.tsv.gz``, ``ST-spotfiles/<S>_selection.tsv``, ``ST-imgs/<letter>/<S>/*.jpg``
+    with one image), given as ``root`` or as its parent.
     """
     root = Path(root)
-    files = {
-        k: root / f"{section}{s}"
-        for k, s in (("counts", ".tsv.gz"), ("spots", "_sel.tsv"), ("image", ".jpg"))
-    }
-    for f in files.values():
-        if not f.is_file():
+    bases = [root, root / "data"]
+    candidates: dict[str, list[Path]] = {"counts": [], "spots": [], "image": []}
+    for b in bases:
+        candidates["counts"] += [b / f"{section}.tsv.gz", b / "ST-cnts" / f"{section}.tsv.gz"]
+        candidates["spots"] += [
+            b / f"{section}_selection.tsv",
+            b / f"{section}_sel.tsv",
+            b / "ST-spotfiles" / f"{section}_selection.tsv",
+        ]
+        candidates["image"].append(b / f"{section}.jpg")
+        folder = b / "ST-imgs" / section[:1] / section
+        if folder.is_dir():
+            jpgs = sorted(folder.glob("*.jpg"))
+            if len(jpgs) > 1:
+                raise ValueError(f"{folder}: {len(jpgs)} .jpg files, expected the section's one")
+            candidates["image"] += jpgs
+    files = {}
+    for kind, paths in candidates.items():
+        found = next((p for p in paths if p.is_file()), None)
+        if found is None:
+            tried = ", ".join(str(p) for p in paths[:3])
             raise ValueError(
-                f"{f} not found (expected HER2ST files <S>.tsv.gz, <S>_sel.tsv, <S>.jpg)"
+                f"{paths[0]} not found: no HER2ST {kind} file for section {section!r} under "
+                f"{root} (tried {tried}, ...; expected <S>.tsv.gz, <S>_selection.tsv, <S>.jpg "
+                "side by side, or the repository's data/ST-cnts, ST-spotfiles, ST-imgs)"
             )
+        files[kind] = found
+    return files
+
+
+def load_her2st(root: str | Path, section: str, patch_px: int = 32, genes=None) -> HER2Section:
+    """Read one HER2ST section from the original files under ``root`` (``her2st_files``).
+
+    Keeps the spots listed (and selected) in the section's spot-selection file that have
+    counts; ``genes`` restricts the columns (None: all). Malformed files raise ValueError naming
+    file and line.
+    """
+    files = her2st_files(root, section)
     spots = _read_spots(files["spots"])
     names, all_genes, counts = _read_counts(files["counts"])
     keep = [i for i, n in enumerate(names) if n in spots]
