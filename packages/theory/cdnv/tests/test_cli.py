@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-from icml26.cdnv import demo
 from icml26.cdnv._results import demo_command
 from icml26.cdnv.cli import main
 from icml26.cdnv.demo import CLAIMS, DemoConfig, verdict
@@ -32,9 +31,9 @@ def test_quick_demo_writes_valid_results(tmp_path):
     claims, _ = verdict(results)
     assert [c["evidence"] for c in claims] == [c["evidence"] for c in results["claims"]]
     # Every encoder was measured on the held-out classes only, with both bounds.
-    assert {tuple(x["heldout"]) for x in results["runs"] + results["nulls"]} == {
-        tuple(demo._split_classes(0, 4))
-    }
+    # one seed: one set of 4 held-out digit classes, shared by every encoder and null
+    (held,) = {tuple(x["heldout"]) for x in results["runs"] + results["nulls"]}
+    assert len(set(held)) == 4 and set(held) <= set(range(10))
     for x in results["runs"] + results["nulls"]:
         for t in x["fewshot"].values():
             assert all(b >= e for e, b in zip(t["error"], t["bound (authors)"], strict=True))
