@@ -5,7 +5,9 @@ import torch
 
 from icml26.hist._results import demo_command
 from icml26.hist.cli import main
-from icml26.hist.demo import CLAIMS, DemoConfig, verdict
+from icml26.hist.data import load_her2st_subset
+from icml26.hist.demo import CLAIMS, HER2ST_MODELS, DemoConfig, verdict
+from icml26.hist.genes import highly_variable_genes
 from icml26.testing import run_cli, validate_results
 
 
@@ -25,7 +27,15 @@ def test_quick_demo_writes_valid_results(tmp_path):
     rows = results["cost"]["fixed spots"]
     assert [r["side"] for r in rows] == [24, 32]
     assert all(r["HiST"]["seconds"] > 0 for r in rows)
-    assert set(results["her2st"]["models"]) == {"HiST", "MLP"}
+    h = results["her2st"]
+    assert list(h["models"]) == list(HER2ST_MODELS)
+    assert h["folds"] == ["C2"] and h["panels"]["C2"]["validation"] == "C3"
+    # the panels were chosen without the held-out section (with it, the panel differs)
+    sections = load_her2st_subset()
+    rest = [sections[n] for n in ("C3", "C4", "C5", "C6")]
+    assert h["panels"]["C2"]["hvg"] == highly_variable_genes(rest, 50)
+    assert h["panels"]["C2"]["hvg"] != highly_variable_genes(list(sections.values()), 50)
+    assert len(h["panels"]["C2"]["hvg"]) == 50 and len(h["per_fold"]["HiST"]["C2"][0]["hvg"]) == 50
     assert "example" not in results["synthetic"]
 
 

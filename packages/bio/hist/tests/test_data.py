@@ -10,7 +10,8 @@ def test_bundled_her2st_subset():
     slides = load_her2st_subset()
     assert list(slides) == ["C2", "C3", "C4", "C5", "C6"]
     for s in slides.values():
-        assert 150 < len(s) < 200 and s.counts.shape == (len(s), 50)
+        # the union of every fold's 50 most variable and 50 most expressed genes
+        assert 150 < len(s) < 200 and s.counts.shape == (len(s), 101)
         assert s.features.shape == (len(s), 24) and np.isfinite(s.features).all()
         lat = to_lattice(s.xy)  # legacy ST: a square lattice, pitch inferred from the pixels
         assert lat.step == pytest.approx((290, 290), rel=0.03)  # 200 um at ~0.69 um/px

@@ -4,7 +4,10 @@
 Data for train / evaluate / predict: ``synthetic[:spots]`` (a generated cohort: 12 training
 slides, or 4 held-out ones for evaluate / predict), ``her2st`` (the bundled
 subset), ``her2st:/path/to/her2st`` (the original files, featurised here) or ``.h5ad`` files
-with ``obsm["spatial"]``, per-spot features in ``obsm[--features-key]`` and counts in ``X``.
+(scanpy / squidpy / Space Ranger AnnData) with ``obsm["spatial"]``, per-spot features in
+``obsm[--features-key]``, counts in ``X`` (or ``--layer`` / ``--use-raw``) and, when present,
+``obs["array_row"/"array_col"]`` as the lattice. ``predict`` on an ``.h5ad`` keeps its ``obs``,
+``obsm`` and ``uns`` (``uns["spatial"]``: the image ``sc.pl.spatial`` draws).
 """
 
 import json
@@ -63,6 +66,8 @@ class TrainCLI:
     """Optimizer steps."""
     lr: float = 1e-4
     """Peak learning rate."""
+    target_sum: float | None = 1e4
+    """Train on log1p of counts normalised to this library size (None: raw counts)."""
     seed: int = 0
     """Seed."""
     checkpoint_every: int = 100
@@ -72,7 +77,12 @@ class TrainCLI:
     features_key: str = "features"
     """obsm key of the per-spot features in .h5ad input."""
     hexagonal: bool = False
-    """The .h5ad slides sit on a hexagonal (Visium) grid."""
+    """The .h5ad slides sit on a hexagonal (Visium) grid (detected from obs array_row /
+    array_col when present)."""
+    layer: str | None = None
+    """Counts of .h5ad input from this layer (default: X)."""
+    use_raw: bool = False
+    """Counts of .h5ad input from .raw."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
@@ -88,7 +98,12 @@ class EvaluateCLI:
     features_key: str = "features"
     """obsm key of the per-spot features in .h5ad input."""
     hexagonal: bool = False
-    """The .h5ad slides sit on a hexagonal (Visium) grid."""
+    """The .h5ad slides sit on a hexagonal (Visium) grid (detected from obs array_row /
+    array_col when present)."""
+    layer: str | None = None
+    """Counts of .h5ad input from this layer (default: X)."""
+    use_raw: bool = False
+    """Counts of .h5ad input from .raw."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
@@ -106,53 +121,66 @@ class PredictCLI:
     features_key: str = "features"
     """obsm key of the per-spot features in .h5ad input."""
     hexagonal: bool = False
-    """The .h5ad slides sit on a hexagonal (Visium) grid."""
+    """The .h5ad slides sit on a hexagonal (Visium) grid (detected from obs array_row /
+    array_col when present)."""
+    layer: str | None = None
+    """Counts of .h5ad input from this layer (default: X)."""
+    use_raw: bool = False
+    """Counts of .h5ad input from .raw."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
-def load_slides(data, features_key="features", hexagonal=False, held_out=False):
+def load_slides(data, features_key="features", hexagonal=False, held_out=False, **anndata_kw):
     """Resolve the --data argument into a list of Slides."""
+    return [slide for slide, _ in _load(data, features_key, hexagonal, held_out, **anndata_kw)]
+
+
+def _load(data, features_key="features", hexagonal=False, held_out=False, **anndata_kw):
+    """(Slide, the AnnData it came from or None) for each item of --data."""
     from icml26.hist.data import Slide, featurise_patches, load_her2st, load_her2st_subset
     from icml26.hist.synthetic import make_cohort
 
-    slides = []
+    out = []
     for item in data:
         if item == "synthetic" or item.startswith("synthetic:"):
             spots = item.partition(":")[2] or "1000"
             if not spots.isdigit() or int(spots) < 16:
                 raise ValueError(f"--data {item!r}: synthetic:<spots per slide>, at least 16")
-            slides += make_cohort(4 if held_out else 12, int(spots), seed=10_000 if held_out else 0)
+            cohort = make_cohort(4 if held_out else 12, int(spots), seed=10_000 if held_out else 0)
+            out += [(s, None) for s in cohort]
         elif item == "her2st":
-            slides += list(load_her2st_subset().values())
+            out += [(s, None) for s in load_her2st_subset().values()]
         elif item.startswith("her2st:"):
             for s in ("C2", "C3", "C4", "C5", "C6"):
                 sec = load_her2st(item.split(":", 1)[1], s)
-                slides.append(
-                    Slide(
-                        s,
-                        sec.xy,
-                        featurise_patches(sec.patches),
-                        sec.counts,
-                        sec.genes,
-                        sec.spot_names,
-                    )
+                slide = Slide(
+                    s, sec.xy, featurise_patches(sec.patches), sec.counts, sec.genes, sec.spot_names
                 )
+                out.append((slide, None))
         elif item.endswith(".h5ad"):
             import anndata as ad
 
             if not Path(item).is_file():
                 raise ValueError(f"{item} not found")
-            slides.append(
-                Slide.from_anndata(
-                    ad.read_h5ad(item), features_key, Path(item).stem, hexagonal=hexagonal
-                )
+            adata = ad.read_h5ad(item)
+            slide = Slide.from_anndata(
+                adata,
+                features_key,
+                Path(item).stem,
+                hexagonal=True if hexagonal else None,
+                **anndata_kw,
             )
+            out.append((slide, adata))
         else:
             raise ValueError(
                 f"--data {item!r}: expected synthetic, her2st, her2st:/path or a .h5ad file"
             )
-    return slides
+    return out
+
+
+def _anndata_kw(cfg) -> dict:
+    return {"layer": cfg.layer, "use_raw": cfg.use_raw}
 
 
 def build_model(name: str, features: int, genes: int, dim: int, stages: str):
@@ -226,14 +254,18 @@ def run_train(cfg: TrainCLI) -> None:
 def _train(cfg: TrainCLI, device: str) -> None:
     from icml26.hist.train import TrainConfig, train
 
-    slides = load_slides(cfg.data, cfg.features_key, cfg.hexagonal)
+    slides = load_slides(cfg.data, cfg.features_key, cfg.hexagonal, **_anndata_kw(cfg))
     if any(s.counts is None for s in slides):
         raise ValueError("training needs counts on every slide")
     model = build_model(
         cfg.model, slides[0].features.shape[1], slides[0].counts.shape[1], cfg.dim, cfg.stages
     ).to(device)
     tc = TrainConfig(
-        steps=cfg.steps, lr=cfg.lr, seed=cfg.seed, checkpoint_every=cfg.checkpoint_every
+        steps=cfg.steps,
+        lr=cfg.lr,
+        seed=cfg.seed,
+        checkpoint_every=cfg.checkpoint_every,
+        target_sum=cfg.target_sum,
     )
     res = train(model, slides, tc, out_dir=cfg.out, resume=cfg.resume)
     print(
@@ -255,7 +287,10 @@ def run_evaluate(cfg: EvaluateCLI) -> None:
     from icml26.hist.train import evaluate
 
     model = _load_checkpoint(cfg.checkpoint, resolve_device(cfg.device))
-    res = evaluate(model, load_slides(cfg.data, cfg.features_key, cfg.hexagonal, held_out=True))
+    slides = load_slides(
+        cfg.data, cfg.features_key, cfg.hexagonal, held_out=True, **_anndata_kw(cfg)
+    )
+    res = evaluate(model, slides)
     print(json.dumps(res, indent=2))
 
 
@@ -264,8 +299,9 @@ def run_predict(cfg: PredictCLI) -> None:
     from icml26.hist.train import predict_anndata
 
     model = _load_checkpoint(cfg.checkpoint, resolve_device(cfg.device))
-    for slide in load_slides(cfg.data, cfg.features_key, cfg.hexagonal, held_out=True):
-        adata = predict_anndata(model, slide)
+    pairs = _load(cfg.data, cfg.features_key, cfg.hexagonal, held_out=True, **_anndata_kw(cfg))
+    for slide, template in pairs:
+        adata = predict_anndata(model, slide, template=template)
         path = atomic_write(cfg.out / f"{slide.name}.h5ad", adata.write_h5ad, suffix=".h5ad")
         print(f"wrote {path} ({adata.n_obs} spots x {adata.n_vars} genes)")
 

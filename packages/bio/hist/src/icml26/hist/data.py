@@ -17,7 +17,7 @@ colour deconvolution, gradient energy, background fraction). Pass your own per-s
 
 import gzip
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -37,6 +37,10 @@ class Slide:
     counts: (N, G) non-negative raw counts, or None for a slide to predict. genes: G names.
     step: spot pitch in the unit of xy, one or (x, y) (None: inferred).
     hexagonal: Visium-style offset rows.
+    library_size: (N,) total counts of each spot over *all* genes measured (None: the sum over
+    the genes held in ``counts``); the denominator of library-size normalisation.
+    sites: (N, 2) integer lattice sites (row, col) given by the data (Visium / Space Ranger
+    ``array_row`` / ``array_col``); None: inferred from ``xy`` (:func:`to_lattice`).
     """
 
     name: str
@@ -47,6 +51,8 @@ class Slide:
     spot_names: list[str] = field(default_factory=list)
     step: float | tuple[float, float] | None = None
     hexagonal: bool = False
+    library_size: np.ndarray | None = None
+    sites: np.ndarray | None = None
 
     def __post_init__(self):
         self.xy = np.asarray(self.xy, dtype=np.float64)
@@ -75,6 +81,26 @@ class Slide:
                     f"slide {self.name}: {len(self.genes)} gene names for "
                     f"{self.counts.shape[1]} count columns"
                 )
+        if self.library_size is not None:
+            self.library_size = np.asarray(self.library_size, dtype=np.float64)
+            if self.library_size.shape != (n,):
+                raise ValueError(
+                    f"slide {self.name}: library_size must have shape ({n},), "
+                    f"got {self.library_size.shape}"
+                )
+            if not (np.isfinite(self.library_size).all() and (self.library_size >= 0).all()):
+                raise ValueError(f"slide {self.name}: library_size must be finite and >= 0")
+        if self.sites is not None:
+            sites = np.asarray(self.sites)
+            if sites.shape != (n, 2) or not np.issubdtype(sites.dtype, np.integer):
+                raise ValueError(
+                    f"slide {self.name}: sites must be (N, 2) integers, got {sites.shape} "
+                    f"{sites.dtype}"
+                )
+            sites = sites.astype(np.int64) - sites.min(0)
+            if len(np.unique(sites, axis=0)) != n:
+                raise ValueError(f"slide {self.name}: two spots share a lattice site in sites")
+            self.sites = sites
         if not self.spot_names:
             self.spot_names = [f"spot{i}" for i in range(n)]
         if len(self.spot_names) != n:
@@ -90,32 +116,119 @@ class Slide:
         features_key: str = "features",
         name: str | None = None,
         step: float | None = None,
-        hexagonal: bool = False,
+        hexagonal: bool | None = None,
+        layer: str | None = None,
+        use_raw: bool = False,
+        genes: list[str] | None = None,
     ) -> "Slide":
-        """A slide from an AnnData: ``obsm["spatial"]`` positions, ``obsm[features_key]``
-        per-spot image features (e.g. UNI embeddings), ``X`` counts (spots x genes)."""
+        """A slide from an AnnData (as scanpy / squidpy / Space Ranger readers give it).
+
+        Positions: ``obsm["spatial"]``; lattice sites: ``obs["array_row"]`` and
+        ``obs["array_col"]`` when present (Visium's doubled column index is halved on its
+        hexagonal grid, detected from the column parity of each row unless ``hexagonal`` says),
+        else inferred from the positions. Features: ``obsm[features_key]`` (e.g. UNI
+        embeddings). Counts: ``X``, ``layers[layer]`` or ``.raw`` (``use_raw``), restricted to
+        ``genes`` (by name) before anything is densified; the library size is the total over
+        every gene of that matrix. No counts (a slide to predict): an AnnData whose ``X`` is None.
+        """
+        label = name or str(adata.uns.get("name", "slide"))
         for key in ("spatial", features_key):
             if key not in adata.obsm:
                 raise ValueError(
-                    f"AnnData {name or ''} has no obsm[{key!r}] (has {list(adata.obsm.keys())})"
+                    f"AnnData {label}: no obsm[{key!r}] (has {list(adata.obsm.keys())})"
                 )
-        x = adata.X
-        counts = None if x is None else np.asarray(x.toarray() if hasattr(x, "toarray") else x)
+        if layer is not None and use_raw:
+            raise ValueError("choose counts from a layer or from .raw, not both")
+        var_names = adata.var_names
+        if use_raw:
+            if adata.raw is None:
+                raise ValueError(f"AnnData {label}: use_raw but .raw is empty")
+            x, var_names = adata.raw.X, adata.raw.var_names
+        elif layer is not None:
+            if layer not in adata.layers:
+                raise ValueError(
+                    f"AnnData {label}: no layers[{layer!r}] (has {list(adata.layers.keys())})"
+                )
+            x = adata.layers[layer]
+        else:
+            x = adata.X
+        counts, library_size, names = None, None, [str(g) for g in var_names]
+        if x is not None:
+            library_size = np.asarray(x.sum(1)).ravel()
+            if genes is not None:
+                index = {g: j for j, g in enumerate(names)}
+                missing = [g for g in genes if g not in index]
+                if missing:
+                    raise ValueError(f"AnnData {label}: genes not found: {missing[:5]}")
+                x = x[:, [index[g] for g in genes]]
+                names = list(genes)
+            counts = np.asarray(x.toarray() if hasattr(x, "toarray") else x)
+        sites = None
+        if "array_row" in adata.obs and "array_col" in adata.obs:
+            rows = np.asarray(adata.obs["array_row"], dtype=np.int64)
+            cols = np.asarray(adata.obs["array_col"], dtype=np.int64)
+            hex_grid = _offset_parity(rows, cols) if hexagonal is None else hexagonal
+            sites = np.stack([rows, cols // 2 if hex_grid else cols], 1)
+            hexagonal = hex_grid
         return cls(
-            name=name or str(adata.uns.get("name", "slide")),
+            name=label,
             xy=np.asarray(adata.obsm["spatial"])[:, :2],
             features=np.asarray(adata.obsm[features_key]),
             counts=counts,
-            genes=[str(g) for g in adata.var_names],
+            genes=names,
             spot_names=[str(s) for s in adata.obs_names],
             step=step,
-            hexagonal=hexagonal,
+            hexagonal=bool(hexagonal),
+            library_size=library_size,
+            sites=sites,
         )
 
     @cached_property
     def coords(self) -> np.ndarray:
-        """(N, 2) int64 lattice sites (row, col) from :func:`to_lattice`."""
+        """(N, 2) int64 lattice sites (row, col): ``sites`` when the data gave them, else
+        :func:`to_lattice` of ``xy``."""
+        if self.sites is not None:
+            return self.sites
         return to_lattice(self.xy, self.step, hexagonal=self.hexagonal).coords
+
+    def expression(self, target_sum: float | None = 1e4) -> np.ndarray:
+        """(N, G) log1p expression: ``log1p(counts / library_size * target_sum)`` (scanpy's
+        ``normalize_total`` + ``log1p``), or ``log1p(counts)`` with ``target_sum=None``."""
+        if self.counts is None:
+            raise ValueError(f"slide {self.name} has no counts")
+        counts = self.counts.astype(np.float64)
+        if target_sum is None:
+            return np.log1p(counts).astype(np.float32)
+        lib = self.library_size if self.library_size is not None else counts.sum(1)
+        scale = np.divide(target_sum, lib, out=np.zeros_like(lib, dtype=np.float64), where=lib > 0)
+        return np.log1p(counts * scale[:, None]).astype(np.float32)
+
+    def select_genes(self, genes: list[str]) -> "Slide":
+        """This slide with its counts restricted to (and ordered as) ``genes``, matched by name;
+        the library size is kept (it counts every gene measured)."""
+        if self.counts is None:
+            raise ValueError(f"slide {self.name} has no counts to select genes from")
+        index = {g: j for j, g in enumerate(self.genes)}
+        missing = [g for g in genes if g not in index]
+        if missing:
+            raise ValueError(
+                f"slide {self.name} lacks {len(missing)} of the genes asked for "
+                f"(e.g. {missing[:5]})"
+            )
+        lib = self.library_size if self.library_size is not None else self.counts.sum(1)
+        return replace(
+            self,
+            counts=self.counts[:, [index[g] for g in genes]],
+            genes=list(genes),
+            library_size=lib,
+        )
+
+
+def _offset_parity(rows: np.ndarray, cols: np.ndarray) -> bool:
+    """Visium's hexagonal grid in array coordinates: within a row every column index has one
+    parity, and it flips from row to row (the doubled column index of an offset lattice)."""
+    parity = (cols - rows) % 2
+    return len(rows) > 1 and bool((parity == parity[0]).all())
 
 
 # ----------------------------------------------------------------------------- HER2ST files
@@ -293,6 +406,7 @@ def load_her2st_subset() -> dict[str, Slide]:
             counts=z[f"{s}/counts"],
             genes=genes,
             spot_names=[str(n) for n in z[f"{s}/spots"]],
+            library_size=z[f"{s}/library_size"],
         )
     return slides
 

@@ -1,4 +1,6 @@
-"""Metrics of HiST's evaluation: R^2 and Pearson on linear (count-scale) values.
+"""Metrics of HiST's evaluation: R^2, Pearson and MSE of predicted against measured expression,
+on whatever scale they are given (``evaluate`` passes normalised log1p values, the field's
+convention, or linear values).
 
 * pooled: over every spot x gene entry of a slide, then averaged over slides;
 * per gene: Pearson across the spots of a slide for each gene, averaged over genes (genes with
@@ -18,6 +20,15 @@ def _pearson(a: np.ndarray, b: np.ndarray, axis=None) -> np.ndarray:
         return np.where(varies, (a * b).sum(axis) / np.where(varies, den, 1), np.nan)
 
 
+def gene_pearsons(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """(G,) Pearson correlation across the spots of a slide for each gene; a constant prediction
+    or truth scores 0 (it carries no information about which spots express the gene)."""
+    pred, true = np.asarray(pred, np.float64), np.asarray(true, np.float64)
+    if pred.shape != true.shape or pred.ndim != 2:
+        raise ValueError(f"pred and true must both be (N, G), got {pred.shape}, {true.shape}")
+    return np.nan_to_num(_pearson(pred, true, axis=0), nan=0.0)
+
+
 def slide_metrics(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
     """pred, true: (N, G) linear expression of one slide -> pooled R2 and Pearson, per-gene
     Pearson (mean over genes with variance)."""
@@ -28,6 +39,7 @@ def slide_metrics(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
     ss_tot = ((true - true.mean()) ** 2).sum()
     per_gene = _pearson(pred, true, axis=0)
     return {
+        "mse": float(((true - pred) ** 2).mean()),
         "r2": float(1 - ss_res / ss_tot) if ss_tot > 0 else float("nan"),
         "pearson": float(_pearson(pred.ravel(), true.ravel())),
         "gene_pearson": float(np.nanmean(per_gene)) if np.isfinite(per_gene).any() else 0.0,

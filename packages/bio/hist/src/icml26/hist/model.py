@@ -61,6 +61,11 @@ class SpotModel(nn.Module):
                 f"{config.num_genes}"
             )
         self.config = config
+        self.genes: list[str] = []
+        """Names of the G output genes (set by ``train`` from the slides; saved with the model)."""
+        self.target_sum: float | None = None
+        """The outputs are log1p of counts normalised to this library size (None: of raw
+        counts); set by ``train``, saved with the model."""
         self.register_buffer("input_mean", torch.zeros(config.in_features))
         self.register_buffer("input_std", torch.ones(config.in_features))
 
@@ -109,7 +114,12 @@ class SpotModel(nn.Module):
         atomic_save_safetensors(path / "model.safetensors", self.state_dict())
         atomic_write_json(
             path / "config.json",
-            {"architecture": type(self).__name__, "config": asdict(self.config)},
+            {
+                "architecture": type(self).__name__,
+                "config": asdict(self.config),
+                "genes": list(self.genes),
+                "target_sum": self.target_sum,
+            },
         )
         return path
 
@@ -136,6 +146,10 @@ class SpotModel(nn.Module):
         if cls is not SpotModel and not issubclass(arch, cls):
             raise ValueError(f"{path} holds a {arch.__name__}, not a {cls.__name__}")
         model = arch(config)
+        genes = [str(g) for g in meta.get("genes") or []]
+        if genes and len(genes) != config.num_genes:
+            raise ValueError(f"{cfg_file}: {len(genes)} gene names for {config.num_genes} outputs")
+        model.genes, model.target_sum = genes, meta.get("target_sum")
         try:
             model.load_state_dict(load_file(weights))
         except RuntimeError as e:

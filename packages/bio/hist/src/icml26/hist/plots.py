@@ -21,7 +21,12 @@ def plot_demo(results: dict, path: Path) -> Path:
         panels.append("her2st")
     if "cost" in results:
         panels += ["cost area", "cost spots"]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        len(panels),
+        figsize=(4.2 * len(panels) + (2 if "her2st" in panels else 0), 3.8),
+        squeeze=False,
+    )
     for ax, panel in zip(axes[0], panels, strict=True):
         if panel == "synthetic":
             s = results["synthetic"]["models"]
@@ -51,15 +56,25 @@ def plot_demo(results: dict, path: Path) -> Path:
             ax.set_aspect("equal")
             ax.axis("off")
         elif panel == "her2st":
-            per = results["her2st"]["per_section"]
-            sections = list(next(iter(per.values())))
-            x = np.arange(len(sections))
-            for j, (name, folds) in enumerate(per.items()):
-                vals = np.array([folds[s] for s in sections])
-                ax.bar(x + 0.38 * j, vals.mean(1), 0.38, yerr=vals.std(1), label=name, capsize=3)
-            ax.set_xticks(x + 0.19, sections)
-            ax.set_ylabel("mean per-gene Pearson")
-            ax.set_title("(b) HER2ST, held-out section")
+            h = results["her2st"]
+            names = list(h["models"])
+            x = np.arange(len(names))
+            for j, key in enumerate(("hvg", "heg")):
+                ax.bar(
+                    x + 0.38 * j,
+                    [h["models"][n][key] for n in names],
+                    0.38,
+                    yerr=[h["models"][n][f"{key} std"] for n in names],
+                    label=f"{key.upper()} panel",
+                    capsize=3,
+                )
+                for i, n in enumerate(names):  # one dot per held-out fold (seed mean)
+                    folds = h["per_fold"][n]
+                    ys = [np.mean([np.mean(r[key]) for r in folds[f]]) for f in folds]
+                    ax.scatter([i + 0.38 * j] * len(ys), ys, s=6, color="k", zorder=3)
+            ax.set_xticks(x + 0.19, [n.replace(" ", "\n", 1) for n in names], fontsize=7)
+            ax.set_ylabel("mean per-gene Pearson (log1p)")
+            ax.set_title(f"(b) HER2ST, leave one {h['split']} out (dots: folds)", fontsize=9)
             ax.legend(fontsize=8)
         else:
             key = "fixed spots" if panel == "cost area" else "fixed area"

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from icml26.hist.data import Slide
 from icml26.hist.io import atomic_save_safetensors, atomic_write_json
 from icml26.hist.lattice import to_lattice
-from icml26.hist.metrics import average, slide_metrics
+from icml26.hist.metrics import average, gene_pearsons, slide_metrics
 from icml26.hist.model import SpotModel
 
 
@@ -53,6 +53,12 @@ class TrainConfig:
     """Gradient-norm clip (0 = off)."""
     checkpoint_every: int = 0
     """Save a checkpoint every this many steps (0: only at the end)."""
+    target_sum: float | None = 1e4
+    """Targets are log1p of counts normalised to this library size (scanpy's normalize_total,
+    the convention of ST-from-histology benchmarks); None: log1p of raw counts."""
+    eval_every: int = 0
+    """With validation slides: score them every this many steps and keep the best weights
+    (early stopping on mean per-gene Pearson); 0: every 10% of the steps."""
     seed: int = 0
     """Seed of every random choice in training."""
 
@@ -63,6 +69,10 @@ class TrainConfig:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if not 0 <= self.spot_dropout < 1:
             raise ValueError(f"spot_dropout must be in [0, 1), got {self.spot_dropout}")
+        if self.target_sum is not None and not self.target_sum > 0:
+            raise ValueError(f"target_sum must be > 0 or None, got {self.target_sum}")
+        if self.eval_every < 0:
+            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
 
 
 @dataclass
@@ -71,6 +81,10 @@ class TrainResult:
 
     losses: list[float] = field(default_factory=list)
     steps: int = 0
+    validation: list[tuple[int, float]] = field(default_factory=list)
+    """(step, mean per-gene Pearson on the validation slides) at each check."""
+    best_step: int | None = None
+    """The step whose weights the model holds after early stopping (None: the last)."""
 
 
 def _world() -> tuple[int, int]:
@@ -92,22 +106,37 @@ def augment_coords(coords: np.ndarray, rng: np.random.Generator, cfg: TrainConfi
     return to_lattice(pts[:, ::-1], step=1.0).coords
 
 
-def slide_tensors(slide: Slide, device="cpu"):
-    """(features (N, F) float32, coords (N, 2) int64, log1p targets (N, G) or None) on ``device``.
+def slide_tensors(slide: Slide, device="cpu", target_sum: float | None = None):
+    """(features (N, F) float32, coords (N, 2) int64, log1p targets (N, G) or None) on ``device``
+    (targets: :meth:`Slide.expression` with ``target_sum``).
 
     Slides hold NumPy arrays (loading, synthesis and augmentation stay on the host); this is where
     they meet the model's device."""
     feats = torch.as_tensor(slide.features, device=device)
     coords = torch.as_tensor(slide.coords, device=device)
     target = (
-        None if slide.counts is None else torch.log1p(torch.as_tensor(slide.counts, device=device))
+        None
+        if slide.counts is None
+        else torch.as_tensor(slide.expression(target_sum), device=device)
     )
     return feats, coords, target
 
 
-def _check_slides(model: SpotModel, slides: list[Slide], need_counts: bool) -> None:
+def align_genes(model: SpotModel, slide: Slide) -> Slide:
+    """``slide`` with its counts in the order of the model's genes, matched by name (a slide
+    without counts, or a model or slide without gene names, is returned as it is)."""
+    if slide.counts is None or not model.genes or not slide.genes or slide.genes == model.genes:
+        return slide
+    try:
+        return slide.select_genes(model.genes)
+    except ValueError as e:
+        raise ValueError(f"{e}; the model predicts {len(model.genes)} named genes") from None
+
+
+def _check_slides(model: SpotModel, slides: list[Slide], need_counts: bool) -> list[Slide]:
     if not slides:
         raise ValueError("no slides given")
+    slides = [align_genes(model, s) for s in slides]
     for s in slides:
         if s.features.shape[1] != model.config.in_features:
             raise ValueError(
@@ -116,6 +145,7 @@ def _check_slides(model: SpotModel, slides: list[Slide], need_counts: bool) -> N
             )
         if need_counts and (s.counts is None or s.counts.shape[1] != model.config.num_genes):
             raise ValueError(f"slide {s.name}: needs counts for {model.config.num_genes} genes")
+    return slides
 
 
 def train(
@@ -125,16 +155,25 @@ def train(
     out_dir: str | os.PathLike | None = None,
     resume: bool = False,
     progress: bool = True,
+    validation: list[Slide] | None = None,
 ) -> TrainResult:
     """Train ``model`` on ``slides`` (each with counts). Checkpoints go to ``out_dir``.
 
     With ``resume`` the latest checkpoint in ``out_dir`` is loaded (model, optimizer, step,
-    losses) and training continues to ``cfg.steps``.
+    losses) and training continues to ``cfg.steps``. With ``validation`` slides the model is
+    scored on them every ``cfg.eval_every`` steps and ends holding the best-scoring weights
+    (early stopping). Genes are matched by name to the first slide's; the model keeps their
+    names and ``cfg.target_sum``.
     """
-    _check_slides(model, slides, need_counts=True)
+    if slides and slides[0].genes and not model.genes:
+        model.genes = list(slides[0].genes)
+    model.target_sum = cfg.target_sum
+    slides = _check_slides(model, slides, need_counts=True)
+    if validation:
+        validation = _check_slides(model, validation, need_counts=True)
     rank, world = _world()
     feats = np.concatenate([s.features for s in slides])
-    targets = np.concatenate([np.log1p(s.counts) for s in slides])
+    targets = np.concatenate([s.expression(cfg.target_sum) for s in slides])
     model.set_statistics(feats.mean(0), feats.std(0), targets.mean(0))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     result = TrainResult()
@@ -147,7 +186,9 @@ def train(
         net = torch.nn.parallel.DistributedDataParallel(model)
     model.train()
     device = next(model.parameters()).device
-    cache = [slide_tensors(s, device) for s in slides]
+    cache = [slide_tensors(s, device, cfg.target_sum) for s in slides]
+    every = cfg.eval_every or max(1, cfg.steps // 10)
+    best_score, best_state = -math.inf, None
     per_step = cfg.slides_per_step * world
     bar = tqdm(
         range(result.steps, cfg.steps),
@@ -184,11 +225,32 @@ def train(
         result.steps = step + 1
         bar.set_postfix(loss=f"{total:.4f}")
         last = step + 1 == cfg.steps
-        every = cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0
-        if out_dir is not None and rank == 0 and (last or every):
+        if validation and ((step + 1) % every == 0 or last):
+            score = _validation_score(model, validation)
+            model.train()
+            result.validation.append((step + 1, score))
+            if score > best_score:
+                best_score, result.best_step = score, step + 1
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        save = cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0
+        if out_dir is not None and rank == 0 and (last or save):
             save_checkpoint(out_dir, model, opt, result, cfg)
+    if best_state is not None:
+        model.load_state_dict(best_state)
     model.eval()
     return result
+
+
+def _validation_score(model: SpotModel, slides: list[Slide]) -> float:
+    """Mean per-gene Pearson on log1p expression over ``slides`` (early stopping's score)."""
+    return float(
+        np.mean(
+            [
+                gene_pearsons(predict_log1p(model, s), s.expression(model.target_sum)).mean()
+                for s in slides
+            ]
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -254,38 +316,78 @@ def load_checkpoint(out_dir, model: SpotModel, opt=None) -> TrainResult:
 
 
 @torch.no_grad()
-def predict(model: SpotModel, slide: Slide) -> np.ndarray:
-    """Linear-scale expression (N, G) = relu(expm1(log1p prediction))."""
+def predict_log1p(model: SpotModel, slide: Slide) -> np.ndarray:
+    """The model's output (N, G): log1p expression (normalised to ``model.target_sum``)."""
     model.eval()
     device = next(model.parameters()).device
-    x, c, _ = slide_tensors(slide, device)
-    return torch.expm1(model(x, c)).clamp_min(0).cpu().numpy()
+    x = torch.as_tensor(slide.features, device=device)
+    c = torch.as_tensor(slide.coords, device=device)
+    return model(x, c).float().cpu().numpy()
 
 
-def evaluate(model: SpotModel, slides: list[Slide]) -> dict:
-    """Per-slide and slide-averaged R2 / Pearson (pooled) and mean per-gene Pearson."""
-    _check_slides(model, slides, need_counts=True)
-    per = {s.name: slide_metrics(predict(model, s), s.counts) for s in slides}
-    return {"mean": average(list(per.values())), "slides": per}
+def predict(model: SpotModel, slide: Slide) -> np.ndarray:
+    """Linear-scale expression (N, G) = relu(expm1(log1p prediction)): normalised counts per
+    ``model.target_sum`` (raw counts when it is None)."""
+    return np.clip(np.expm1(predict_log1p(model, slide)), 0, None)
 
 
-def predict_anndata(model: SpotModel, slide: Slide):
-    """Predict a slide into an AnnData: ``X`` predicted counts (spots x genes), ``obs`` the
-    spots with their lattice row/col, ``obsm["spatial"]`` the input positions, ``var`` the
-    genes, ``layers["counts"]`` the measured counts when the slide has them."""
+def evaluate(model: SpotModel, slides: list[Slide], scale: str = "log1p") -> dict:
+    """Per-slide and slide-averaged R2 / Pearson / MSE (pooled over spots x genes) and mean
+    per-gene Pearson, against the slides' expression normalised as the model was trained:
+    on log1p values (``scale="log1p"``, the field's convention) or linear ones (``"linear"``).
+    Genes are matched by name when the model and the slides carry names."""
+    if scale not in ("log1p", "linear"):
+        raise ValueError(f"scale must be 'log1p' or 'linear', got {scale!r}")
+    slides = _check_slides(model, slides, need_counts=True)
+    per = {}
+    for s in slides:
+        pred, true = predict_log1p(model, s), s.expression(model.target_sum)
+        if scale == "linear":
+            pred, true = np.clip(np.expm1(pred), 0, None), np.expm1(true)
+        per[s.name] = slide_metrics(pred, true)
+    return {"mean": average(list(per.values())), "slides": per, "scale": scale}
+
+
+def predict_anndata(model: SpotModel, slide: Slide, template=None):
+    """Predict a slide into an AnnData for scanpy / squidpy.
+
+    ``X``: predicted expression, normalised to ``model.target_sum`` counts per spot (raw counts
+    when None); ``layers["log1p"]``: the model's log1p output; ``var``: the model's gene names;
+    ``layers["counts"]``: the measured counts of those genes when the slide has them all.
+    With ``template`` (the AnnData the slide was read from) its ``obs``, ``obsm`` and ``uns``
+    are kept, so ``uns["spatial"]`` (images, scale factors) still draws under ``sc.pl.spatial``;
+    ``obs`` gains the lattice sites the model used (``lattice_row`` / ``lattice_col``)."""
     import anndata as ad
     import pandas as pd
 
-    _check_slides(model, [slide], need_counts=False)
-    pred = predict(model, slide).astype(np.float32)
-    genes = slide.genes or [f"gene{j}" for j in range(pred.shape[1])]
-    obs = pd.DataFrame(
-        {"lattice_row": slide.coords[:, 0], "lattice_col": slide.coords[:, 1]},
-        index=pd.Index(slide.spot_names, name="spot"),
-    )
+    (slide,) = _check_slides(model, [slide], need_counts=False)
+    log1p = predict_log1p(model, slide).astype(np.float32)
+    pred = np.clip(np.expm1(log1p), 0, None)
+    genes = model.genes or slide.genes or [f"gene{j}" for j in range(pred.shape[1])]
+    if len(genes) != pred.shape[1]:
+        genes = [f"gene{j}" for j in range(pred.shape[1])]
+    if template is not None:
+        if template.n_obs != len(slide):
+            raise ValueError(
+                f"template has {template.n_obs} spots, slide {slide.name} has {len(slide)}"
+            )
+        obs = template.obs.copy()
+    else:
+        obs = pd.DataFrame(index=pd.Index(slide.spot_names, name="spot"))
+    obs["lattice_row"] = slide.coords[:, 0]
+    obs["lattice_col"] = slide.coords[:, 1]
     adata = ad.AnnData(X=pred, obs=obs, var=pd.DataFrame(index=pd.Index(genes, name="gene")))
+    adata.layers["log1p"] = log1p
+    if template is not None:
+        for key, value in template.obsm.items():
+            adata.obsm[key] = value
+        adata.uns.update(template.uns)
     adata.obsm["spatial"] = slide.xy.astype(np.float64)
-    if slide.counts is not None:
+    if slide.counts is not None and slide.counts.shape[1] == pred.shape[1]:
         adata.layers["counts"] = slide.counts.astype(np.float32)
-    adata.uns["hist"] = {"model": type(model).__name__, "slide": slide.name}
+    adata.uns["hist"] = {
+        "model": type(model).__name__,
+        "slide": slide.name,
+        "target_sum": "none" if model.target_sum is None else float(model.target_sum),
+    }
     return adata
