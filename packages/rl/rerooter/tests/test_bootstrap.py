@@ -177,3 +177,31 @@ def test_authors_loop_searches_every_problem_and_stops_on_validation():
         assert is_solution(train[i], sol["actions"])
     with pytest.raises(ValueError, match="non-empty"):
         bootstrap_train_authors(train, [], net, cfg, progress=False)
+
+
+def test_authors_loop_stops_at_the_expansion_cap():
+    from icml26.rerooter.bootstrap import AuthorsBootstrapConfig, bootstrap_train_authors
+
+    torch.manual_seed(0)
+    train = _problems(12, seed=3)
+    val = _problems(2, seed=5)
+    cfg = AuthorsBootstrapConfig(
+        method="lts",
+        initial_budget=40,
+        problems_per_batch=4,
+        grad_steps=1,
+        learning_batch=16,
+        validation_ratio=1.0,
+        max_iterations=50,
+        max_expansions=700,
+    )
+    hist = bootstrap_train_authors(train, val, TwoHeadedConvNet(TILE_NET), cfg, progress=False)
+    rows = hist.rows
+    # It stopped on the cap, not on the iteration limit, within one chunk of it.
+    assert rows[-1]["stopped_at_expansion_cap"] and len(rows) < cfg.max_iterations
+    last_chunk = cfg.problems_per_batch * rows[-1]["budget"]
+    assert 700 <= hist.cumulative_expansions < 700 + last_chunk
+    assert not any(r["stopped_at_expansion_cap"] for r in rows[:-1])
+    assert sum(r["expansions"] for r in rows) == hist.cumulative_expansions
+    with pytest.raises(ValueError, match="max_expansions"):
+        AuthorsBootstrapConfig(max_expansions=0).validate()

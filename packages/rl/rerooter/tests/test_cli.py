@@ -35,14 +35,25 @@ def test_quick_demo_writes_valid_results(tmp_path):
     assert m["method"] == m["√LTS-LH"] and m["baseline"] == m["LTS"]
     # The rows are verdict() of the numbers in the file (smoke only hides the verdicts).
     labels = {"lts": "LTS", "phs_star": "PHS*", "sqrt_lts_lh": "√LTS-LH"}
+    cfg = results["config"]
     raw = {
         "n_test": 6,
-        "n_train": 12,
+        "n_train": 24,
+        "n_eval": 4,
+        "cap": cfg["expansion_cap"],
+        "k": 3,
         "search_only": {k: {"solved": m[v]["search-only solved"]} for k, v in labels.items()},
-        "bootstrap": {k: m[v] for k, v in labels.items()},
+        "runs": results["runs"],
     }
+    assert cfg["seeds"] == 2 and len(results["runs"]) == 2 * 5
     claims, _ = verdict(raw)
     assert [r["evidence"] for r in claims] == [r["evidence"] for r in results["claims"]]
+    # every run reached the equal expansion cap and went past it by less than one chunk
+    for r in results["runs"]:
+        over = r["train expansions"] - cfg["expansion_cap"]
+        assert 0 <= over < 24 * r["final budget"]
+    curves = results["curves"]["sqrt_lts_lh"]
+    assert curves["expansions"][-1] == cfg["expansion_cap"] and set(curves["solved"]) == {"0", "1"}
     assert not list(tmp_path.glob(".results.json*"))
 
 

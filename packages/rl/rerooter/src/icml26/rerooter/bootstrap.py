@@ -382,6 +382,9 @@ class AuthorsBootstrapConfig:
     """Stop once this share of validation problems was solved; default 0.95 for √LTS (the
     C++'s rlts programs), 0.99 for LTS/PHS*."""
     max_iterations: int = 100
+    max_expansions: int | None = None
+    """Stop after the chunk at which the training searches' cumulative expansions reach this
+    (validation searches do not count); ``None``: no cap (the C++ stops on time)."""
     inference_batch: int = 32
     seed: int = 0
 
@@ -415,6 +418,8 @@ class AuthorsBootstrapConfig:
             raise ValueError(f"validation_ratio must lie in (0, 1], got {self.validation_ratio}")
         if not self.lr > 0 or self.bootstrap_factor <= 0 or self.heuristic_weight < 0:
             raise ValueError("need lr > 0, bootstrap_factor > 0 and heuristic_weight >= 0")
+        if self.max_expansions is not None and self.max_expansions < 1:
+            raise ValueError(f"max_expansions must be >= 1 or None, got {self.max_expansions}")
 
 
 def lts_cm_budget(
@@ -531,8 +536,15 @@ def bootstrap_train_authors(
             leave=False,
         )
         losses = []
+        capped, searched = False, 0
         for chunk in bar:
+            if cfg.max_expansions is not None and (
+                history.cumulative_expansions >= cfg.max_expansions
+            ):
+                capped = True
+                break
             results = _search_all(problems, chunk, cfg, evaluator, budget, rank, world, eps)
+            searched += len(results)
             fresh = {}
             for i, solved, actions, expansions in sorted(results):
                 spent += expansions
@@ -551,6 +563,8 @@ def bootstrap_train_authors(
                     )
                 )
             step += 1
+        if cfg.max_expansions is not None:
+            capped = history.cumulative_expansions >= cfg.max_expansions
         val = _search_all(
             validation, list(range(len(validation))), cfg, evaluator, budget, rank, world, eps
         )
@@ -559,7 +573,7 @@ def bootstrap_train_authors(
             {
                 "iteration": history.iteration,
                 "budget": budget,
-                "searched": len(problems),
+                "searched": searched,
                 "solved_this_iteration": solved_now,
                 "solved_total": history.num_solved,
                 "expansions": spent,
@@ -567,10 +581,11 @@ def bootstrap_train_authors(
                 "validation_solved": sum(s for _, s, _, _ in val),
                 "validation_solved_ever": len(validation_solved),
                 "loss": float(np.mean(losses)) if losses else None,
+                "stopped_at_expansion_cap": capped,
             }
         )
         history.iteration += 1
-        if last:
+        if last or capped:
             break
         if len(validation_solved) >= need:
             last = True  # one more iteration at the same budget, then stop

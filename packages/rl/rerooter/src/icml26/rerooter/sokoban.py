@@ -254,11 +254,16 @@ def load_boxoban(path: str | os.PathLike) -> list[Sokoban]:
     return parse_boxoban(path.read_text(), source=str(path))
 
 
-BUNDLED = {"test": "unfiltered_test_000.txt", "train": "unfiltered_train_000.txt"}
+BUNDLED = {
+    "test": "unfiltered_test_000.txt",
+    "train": "unfiltered_train_000.txt",
+    "medium": "medium_valid_000.txt",
+}
 
 
 def bundled_levels(split: str = "test") -> list[Sokoban]:
-    """The 1000 levels of the bundled Boxoban file ``split`` ('test' or 'train'; unfiltered)."""
+    """The 1000 levels of the bundled Boxoban file ``split``: 'test' or 'train' (unfiltered
+    test/000 and train/000) or 'medium' (medium valid/000)."""
     if split not in BUNDLED:
         raise ValueError(f"split must be one of {sorted(BUNDLED)}, got {split!r}")
     text = resources.files("icml26.rerooter").joinpath("levels", BUNDLED[split]).read_text()
