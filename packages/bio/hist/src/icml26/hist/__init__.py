@@ -15,8 +15,11 @@ from icml26.hist.attention import (
 )
 from icml26.hist.baselines import BaselineConfig, FullAttention, KNNAttention, SpotMLP
 from icml26.hist.data import Slide, featurise_patches, load_her2st, load_her2st_subset
+from icml26.hist.genes import highly_expressed_genes, highly_variable_genes
+from icml26.hist.image import embed_patches, pseudo_spots, slide_from_image, spot_patches
 from icml26.hist.lattice import Lattice, add_sentinels, to_lattice
-from icml26.hist.metrics import slide_metrics
+from icml26.hist.linear import MeanExpression, RidgeProbe
+from icml26.hist.metrics import gene_pearsons, slide_metrics
 from icml26.hist.model import DenseGridHiST, HiST, HiSTConfig, SpotModel
 from icml26.hist.sampling import PixelShuffleUp, SparseDown, coarsen
 from icml26.hist.synthetic import SyntheticWorld, make_cohort, make_slide
@@ -27,6 +30,7 @@ from icml26.hist.train import (
     load_checkpoint,
     predict,
     predict_anndata,
+    predict_log1p,
     train,
 )
 
@@ -38,8 +42,10 @@ __all__ = [
     "HiSTConfig",
     "KNNAttention",
     "Lattice",
+    "MeanExpression",
     "PixelShuffleUp",
     "RelativePositionBias",
+    "RidgeProbe",
     "Slide",
     "SparseDown",
     "SpotMLP",
@@ -50,9 +56,13 @@ __all__ = [
     "add_sentinels",
     "coarsen",
     "edge_softmax",
+    "embed_patches",
     "evaluate",
     "featurise_patches",
+    "gene_pearsons",
     "global_edges",
+    "highly_expressed_genes",
+    "highly_variable_genes",
     "load_checkpoint",
     "load_her2st",
     "load_her2st_subset",
@@ -63,7 +73,11 @@ __all__ = [
     "plan_windows",
     "predict",
     "predict_anndata",
+    "predict_log1p",
+    "pseudo_spots",
+    "slide_from_image",
     "slide_metrics",
+    "spot_patches",
     "to_lattice",
     "token_attention",
     "train",
