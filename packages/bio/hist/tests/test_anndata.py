@@ -10,6 +10,7 @@ import torch
 from icml26.hist import Slide, TrainConfig, train
 from icml26.hist.baselines import BaselineConfig, SpotMLP
 from icml26.hist.cli import main
+from icml26.hist.train import predict_anndata
 
 
 def _visium(rows=6, cols=8, genes=12, seed=0) -> ad.AnnData:
@@ -96,3 +97,13 @@ def test_predict_on_h5ad_keeps_the_slide_for_scanpy(tmp_path):
     np.testing.assert_allclose(out.obsm["spatial"], query.obsm["spatial"])
     np.testing.assert_allclose(out.X, np.expm1(out.layers["log1p"]).clip(0), rtol=1e-5)
     assert out.uns["hist"]["target_sum"] == 1e4 and "counts" not in out.layers
+
+
+def test_predict_on_a_slide_measuring_other_genes():
+    slide = Slide.from_anndata(_visium(seed=1), layer="counts")
+    torch.manual_seed(0)
+    model = SpotMLP(BaselineConfig(5, 12, dim=8))
+    train(model, [slide], TrainConfig(steps=2, lr=1e-3), progress=False)
+    other = Slide.from_anndata(_visium(seed=3), layer="counts", genes=["G0", "G1"])
+    out = predict_anndata(model, other)  # no counts needed: the two measured genes are dropped
+    assert out.shape == (len(other), 12) and "counts" not in out.layers

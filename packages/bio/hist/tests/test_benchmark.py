@@ -124,6 +124,20 @@ def test_early_stopping_keeps_the_best_validation_weights():
     assert again == pytest.approx(best, abs=1e-5)
 
 
+def test_the_saved_checkpoint_is_the_early_stopped_model(tmp_path):
+    from icml26.hist.train import load_checkpoint
+
+    slides = make_cohort(3, 60, seed=0)
+    torch.manual_seed(0)
+    model = SpotMLP(BaselineConfig(32, 50, dim=16))
+    cfg = TrainConfig(steps=12, lr=3e-2, augment=False, eval_every=3)
+    train(model, slides[:2], cfg, out_dir=tmp_path, progress=False, validation=slides[2:])
+    saved = SpotMLP(BaselineConfig(32, 50, dim=16))
+    load_checkpoint(tmp_path, saved)
+    for k, v in model.state_dict().items():
+        torch.testing.assert_close(saved.state_dict()[k], v, rtol=0, atol=0)
+
+
 def test_checkpoints_keep_gene_names_and_normalisation_and_align_by_name(tmp_path):
     slides = make_cohort(2, 60, seed=0)
     torch.manual_seed(0)

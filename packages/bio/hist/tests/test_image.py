@@ -59,5 +59,10 @@ def test_any_torch_module_is_an_encoder_and_the_slide_predicts():
     model = HiST(HiSTConfig(12, 4, dim=16, heads=2))
     adata = predict_anndata(model, slide)
     assert adata.shape == (len(slide), 4)
-    with pytest.raises(ValueError, match="timm"):
-        embed_patches(default[:0].reshape(0, 1, 1, 3).astype(np.uint8), encoder="not-a-model-xyz")
+    with pytest.raises(ValueError, match="encoder must be"):
+        embed_patches(spot_patches(img, slide.xy[:2], 5, 8), encoder=3)
+    # 16-bit images are rescaled, not clipped to white
+    wide = (img.astype(np.uint16) * 257).astype(np.uint16)
+    np.testing.assert_array_equal(
+        spot_patches(wide, slide.xy[:3], 5, 8), spot_patches(img, slide.xy[:3], 5, 8)
+    )

@@ -5,7 +5,7 @@ apart) of Andersson et al., "Spatial deconvolution of HER2-positive breast cance
 tumor-associated cell type interactions", Nat. Commun. 12, 6012 (2021); github almaan/her2st.
 :func:`load_her2st` reads the original files (``<S>.tsv.gz`` counts, ``<S>_sel.tsv`` spots,
 ``<S>.jpg`` H&E) from any folder; :func:`load_her2st_subset` reads the small derived subset
-bundled with this package (sections C2-C6, 50 genes, a 32 px patch per spot; see
+bundled with this package (sections C2-C6, 101 genes, a 32 px patch per spot; see
 ``data/NOTICE.md``).
 
 Image features: the demo downloads no pathology foundation model, so

@@ -6,8 +6,8 @@
   Visium, or square), so a trained model predicts expression where nothing was measured;
 * :func:`embed_patches` turns patches into per-spot features: the fixed colour / texture
   featuriser by default, any torch module (a pathology foundation model's image encoder), or a
-  timm model by name (``pip install timm``; weights must be in the local cache: no download
-  happens here);
+  timm model by name (``pip install timm``; timm loads the pretrained weights from its cache or
+  downloads them);
 * :func:`slide_from_image` chains them into a :class:`~icml26.hist.data.Slide` without counts.
 """
 
@@ -25,7 +25,9 @@ def _as_image(image) -> np.ndarray:
         raise ValueError(f"image must be (H, W, 3) or (H, W, 4), got shape {img.shape}")
     img = img[..., :3]
     if img.dtype != np.uint8:
-        if img.max() <= 1.0:  # floats in [0, 1], as scanpy stores hires images
+        if np.issubdtype(img.dtype, np.integer):  # e.g. 16-bit scans: rescale, never clip
+            img = img.astype(np.float64) * 255.0 / np.iinfo(img.dtype).max
+        elif img.max() <= 1.0:  # floats in [0, 1], as scanpy stores hires images
             img = img * 255.0
         img = np.clip(np.rint(img), 0, 255).astype(np.uint8)
     return img
@@ -98,8 +100,7 @@ def embed_patches(patches: np.ndarray, encoder=None, batch_size: int = 64, devic
 
     ``encoder``: None (the fixed featuriser, 24 numbers), a torch module mapping ImageNet-
     normalised (B, 3, P, P) floats to (B, F) (resize patches to what it expects with
-    :func:`spot_patches`'s ``size``), or a timm model name, built with ``num_classes=0`` from the
-    local cache."""
+    :func:`spot_patches`'s ``size``), or a timm model name, built with ``num_classes=0``."""
     if encoder is None:
         return featurise_patches(patches)
     import torch
@@ -111,7 +112,10 @@ def embed_patches(patches: np.ndarray, encoder=None, batch_size: int = 64, devic
             raise ValueError(
                 f"encoder {encoder!r} is a timm name but timm is not installed (pip install timm)"
             ) from None
-        encoder = timm.create_model(encoder, pretrained=True, num_classes=0)
+        try:
+            encoder = timm.create_model(encoder, pretrained=True, num_classes=0)
+        except RuntimeError as e:  # an unknown name, or weights that cannot be loaded
+            raise ValueError(f"timm could not build encoder {encoder!r}: {e}") from None
     if not isinstance(encoder, torch.nn.Module):
         raise ValueError(f"encoder must be None, a torch module or a timm name, got {encoder!r}")
     p = np.asarray(patches)

@@ -14,7 +14,7 @@ import json
 import math
 import os
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -237,6 +237,8 @@ def train(
             save_checkpoint(out_dir, model, opt, result, cfg)
     if best_state is not None:
         model.load_state_dict(best_state)
+        if out_dir is not None and rank == 0:  # the saved model is the early-stopped one
+            save_checkpoint(out_dir, model, opt, result, cfg)
     model.eval()
     return result
 
@@ -360,6 +362,10 @@ def predict_anndata(model: SpotModel, slide: Slide, template=None):
     import anndata as ad
     import pandas as pd
 
+    # prediction needs no counts: a slide measuring other genes than the model's loses them
+    measured = slide.counts is not None and model.genes and slide.genes
+    if measured and not set(model.genes) <= set(slide.genes):
+        slide = replace(slide, counts=None, genes=[], library_size=None)
     (slide,) = _check_slides(model, [slide], need_counts=False)
     log1p = predict_log1p(model, slide).astype(np.float32)
     pred = np.clip(np.expm1(log1p), 0, None)
