@@ -39,6 +39,7 @@ def test_every_expected_member_is_there():
         "icml26-lucid",
         "icml26-entquant",
         "icml26-hist",
+        "icml26-varjepa",
     } <= names
 
 

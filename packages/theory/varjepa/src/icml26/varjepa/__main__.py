@@ -1,0 +1,3 @@
+from icml26.varjepa.cli import main
+
+raise SystemExit(main())

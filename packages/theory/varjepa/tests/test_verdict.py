@@ -1,0 +1,144 @@
+"""The verdict rules on made-up numbers: each claim's row can come out every way."""
+
+import pytest
+
+from icml26.varjepa.demo import CLAIMS, INIT, MODELS, RAW, verdict
+
+
+def _run(dataset, seed, f1=None, rank=(10.0, 9.0), spearman=0.2, auroc=0.6, val=None):
+    f1, val = f1 or {}, val or {}
+    probes = {}
+    for name in (*MODELS, INIT):
+        v = f1.get(name, 0.8)
+        chosen = {"test": {"macro_f1": v}, "val": {"macro_f1": val.get(name, v)}}
+        probes[name] = {"selected": {**chosen, "encoder": "context", "kind": "logreg"}}
+    for name in RAW:
+        probes[name] = {"test": {"macro_f1": f1.get(name, 0.5)}, "val": {"macro_f1": 0.5}}
+    best = f1.get("best raw", 0.8)
+    probes["best raw"] = {"test": {"macro_f1": best}, "val": {"macro_f1": best}, "kind": "raw MLP"}
+    curve = [{"step": 0, "rankme": rank[0]}, {"step": 100, "rankme": rank[1]}]
+    return {
+        "dataset": dataset,
+        "seed": seed,
+        "probes": probes,
+        "rankme": {m: curve for m in MODELS},
+        "uncertainty": {"spearman_within_column": spearman},
+        "std_flags_errors_auroc": auroc,
+    }
+
+
+def _results(per_seed, datasets=("a", "b")):
+    """per_seed(dataset, seed) -> keyword arguments of _run."""
+    return {"runs": [_run(d, s, **per_seed(d, s)) for d in datasets for s in range(3)]}
+
+
+def _verdicts(results):
+    rows, summary = verdict(results)
+    assert [r["claim"] for r in rows] == list(CLAIMS.values())
+    return {k: r["verdict"] for k, r in zip(CLAIMS, rows, strict=True)}, summary
+
+
+def test_everything_reproduced():
+    def good(d, s):
+        return {
+            "f1": {"Var-T-JEPA": 0.85 + 0.002 * s, "T-JEPA [REG]": 0.80, "T-JEPA": 0.78,
+                   INIT: 0.7, "best raw": 0.85},
+            "spearman": 0.3 + 0.01 * s,
+            "auroc": 0.7 + 0.01 * s,
+        }  # fmt: skip
+
+    v, summary = _verdicts(_results(good))
+    assert set(v.values()) == {"reproduced"} and summary == "reproduced"
+
+
+def test_everything_not_reproduced():
+    def bad(d, s):
+        return {
+            "f1": {
+                "Var-T-JEPA": 0.70 + 0.01 * s,
+                "T-JEPA [REG]": 0.80,
+                INIT: 0.75,
+                "best raw": 0.9,
+            },
+            "rank": (20.0, 2.0),
+            "spearman": -0.1 - 0.01 * s,
+            "auroc": 0.7,
+        }
+
+    v, summary = _verdicts(_results(bad))
+    assert set(v.values()) == {"not reproduced"} and summary == "not reproduced"
+
+
+def test_mixed_tables():
+    good_tables = {"a"}
+
+    def mixed(d, s):
+        good = d in good_tables
+        return {
+            "f1": {
+                "Var-T-JEPA": (0.85 if good else 0.75) + 0.002 * s,
+                "T-JEPA [REG]": 0.80,
+                INIT: 0.7,
+                "best raw": 0.85 if good else 0.9,
+            },
+            "rank": (10.0, 9.0) if good else (10.0, 1.0),
+            "spearman": (0.3 if good else -0.3) + 0.01 * s,
+            "auroc": 0.7 + 0.01 * s,
+        }
+
+    v, summary = _verdicts(_results(mixed, datasets=("a", "b", "c")))
+    assert v == {
+        "improves": "not reproduced",  # better on 1 table, worse on 2
+        "competitive": "not reproduced",  # behind on 2 of 3
+        "no_heuristics": "not reproduced",  # collapsed on 2 of 3
+        "uncertainty": "partly",  # both signals on 1 of 3
+    }
+    assert summary == "partly"  # the suite's summary: any row partly or reproduced
+    good_tables.add("b")
+    v, _ = _verdicts(_results(mixed, datasets=("a", "b", "c")))
+    assert v["improves"] == "partly"  # better on 2 of 3, worse on 1
+
+
+def test_improvement_is_over_the_stronger_t_jepa_chosen_on_validation():
+    def f(d, s):
+        return {
+            "f1": {"Var-T-JEPA": 0.82 + 0.002 * s, "T-JEPA [REG]": 0.80, "T-JEPA": 0.90},
+            "val": {"T-JEPA": 0.95},  # T-JEPA without [REG] wins on validation
+        }
+
+    v, _ = _verdicts(_results(f))
+    assert v["improves"] == "not reproduced"
+    rows, _ = verdict(_results(f))
+    assert "worse on 2/2" in rows[0]["evidence"]
+
+
+def test_ties_are_not_improvements():
+    def tie(d, s):
+        return {"f1": {"Var-T-JEPA": 0.80 + 0.01 * (s - 1), "T-JEPA [REG]": 0.80}}
+
+    v, _ = _verdicts(_results(tie))
+    assert v["improves"] == "not reproduced"
+
+
+@pytest.mark.parametrize(
+    "gaps, want",
+    [
+        ((-0.004, -0.005, -0.006), "reproduced"),  # interval inside the margin
+        ((-0.03, -0.031, -0.032), "not reproduced"),  # clearly behind
+        ((0.03, -0.04, 0.0), "partly"),  # mean within the margin, interval too wide
+    ],
+)
+def test_competitive_is_a_non_inferiority_test(gaps, want):
+    def f(d, s):
+        return {"f1": {"Var-T-JEPA": 0.8 + gaps[s], "best raw": 0.8}}
+
+    v, _ = _verdicts(_results(f))
+    assert v["competitive"] == want
+
+
+def test_uncertainty_needs_both_signals():
+    def f(d, s):
+        return {"spearman": 0.3 + 0.01 * s, "auroc": 0.5 + 0.01 * (s - 1)}
+
+    v, _ = _verdicts(_results(f))
+    assert v["uncertainty"] == "not reproduced"
