@@ -26,7 +26,17 @@ def test_quick_demo_writes_valid_results(tmp_path):
     claims, _ = verdict(results)  # the file holds what the verdict reads
     assert [c["evidence"] for c in claims] == [c["evidence"] for c in results["claims"]]
     (run,) = results["runs"]
-    assert set(run["probes"]) == {*MODELS, INIT, *RAW, "best raw"}
+    per_beta = {"Var-T-JEPA (beta=1)", "Var-T-JEPA (beta=0.1)"}
+    assert set(run["probes"]) == {*MODELS, *per_beta, INIT, *RAW, "best raw"}
+    # Var-T-JEPA is the beta whose probe is best on validation, as T-JEPA is the better variant
+    chosen = f"Var-T-JEPA (beta={run['beta']:g})"
+    assert run["probes"]["Var-T-JEPA"] == run["probes"][chosen]
+    assert run["final_loss"] == run[chosen]["final_loss"]
+    assert all(
+        run["probes"][chosen]["selected"]["val"]["macro_f1"]
+        >= run["probes"][b]["selected"]["val"]["macro_f1"]
+        for b in per_beta
+    )
     for name in (*MODELS, INIT):  # both encoders x both probes, the pair chosen on validation
         probes = run["probes"][name]
         assert set(probes) == {
@@ -90,6 +100,7 @@ def test_train_then_evaluate_a_csv(tmp_path, capsys):
     [
         (["demo", "--datasets", "nope"], "unknown tables"),
         (["demo", "--datasets", "diamonds"], "regression"),
+        (["demo", "--betas", "1", "1"], "--betas"),
         (["train", "--out", "{tmp}/o"], "exactly one of --csv or --table"),
         (["train", "--csv", "{tmp}/missing.csv", "--out", "{tmp}/o"], "missing.csv"),
         (["train", "--table", "wine", "--drop", "zzz", "--out", "{tmp}/o"], "zzz"),

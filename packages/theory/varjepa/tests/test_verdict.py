@@ -5,7 +5,7 @@ import pytest
 from icml26.varjepa.demo import CLAIMS, INIT, MODELS, RAW, verdict
 
 
-def _run(dataset, seed, f1=None, rank=(10.0, 9.0), spearman=0.2, auroc=0.6, val=None):
+def _run(dataset, seed, f1=None, rank=(10.0, 9.0), spearman=0.2, auroc=0.6, val=None, kl=5.0):
     f1, val = f1 or {}, val or {}
     probes = {}
     for name in (*MODELS, INIT):
@@ -24,6 +24,7 @@ def _run(dataset, seed, f1=None, rank=(10.0, 9.0), spearman=0.2, auroc=0.6, val=
         "rankme": {m: curve for m in MODELS},
         "uncertainty": {"spearman_within_column": spearman},
         "std_flags_errors_auroc": auroc,
+        "final_loss": {"kl_context": kl, "kl_target": kl / 2},
     }
 
 
@@ -142,3 +143,13 @@ def test_uncertainty_needs_both_signals():
 
     v, _ = _verdicts(_results(f))
     assert v["uncertainty"] == "not reproduced"
+
+
+def test_a_posterior_equal_to_the_prior_is_collapsed_whatever_the_rank():
+    def f(d, s):
+        return {"f1": {"Var-T-JEPA": 0.85 + 0.002 * s, INIT: 0.7}, "kl": 0.01}
+
+    v, _ = _verdicts(_results(f))
+    assert v["no_heuristics"] == "not reproduced"
+    rows, _ = verdict(_results(f))
+    assert "KL_C 0.010" in rows[2]["evidence"] and "not collapsed on 0/2" in rows[2]["evidence"]

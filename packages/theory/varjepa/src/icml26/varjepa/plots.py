@@ -44,13 +44,14 @@ def plot_probes(results: dict, path: Path):
     tables = _tables(results)
     fig, axes = plt.subplots(1, len(tables), figsize=(3.6 * len(tables), 3.6), squeeze=False)
     for ax, (name, runs) in zip(axes[0], tables.items(), strict=True):
-        labels = list(COLOURS)
+        per_beta = [k for k in runs[0]["probes"] if k.startswith("Var-T-JEPA (beta=")]
+        labels = [*per_beta, *COLOURS] if len(per_beta) > 1 else list(COLOURS)
         vals = np.array([[_f1(r, k) for r in runs] for k in labels])
         ax.bar(
             range(len(labels)),
             vals.mean(1),
             yerr=vals.std(1) if vals.shape[1] > 1 else None,
-            color=[COLOURS[k] for k in labels],
+            color=[COLOURS.get(k, "salmon") for k in labels],
         )
         lo = max(0.0, float(vals[:-1].min()) - 0.05)
         ax.set_ylim(lo, min(1.0, float(vals.max()) + 0.03))
