@@ -82,11 +82,18 @@ def test_sdpa_path_matches_the_explicit_reference_with_gqa():
         lucid_attention(q, k, v), lucid_attention_reference(q, k, v), atol=1e-10, rtol=1e-10
     )
     assert_close(
-        lucid_attention(q, k, v, causal=False, scale=0.3),
-        lucid_attention_reference(q, k, v, causal=False, scale=0.3),
+        lucid_attention(q, k, v, scale=0.3),
+        lucid_attention_reference(q, k, v, scale=0.3),
         atol=1e-10,
         rtol=1e-10,
     )
+
+
+@pytest.mark.parametrize("fn", [lucid_attention, lucid_attention_reference])
+def test_non_causal_attention_is_refused(fn):
+    q, k, v = qkv(H=2, Hkv=1, T=6, D=4)
+    with pytest.raises(ValueError, match="causal attention only"):
+        fn(q, k, v, causal=False)
 
 
 def test_gradcheck_fp64():

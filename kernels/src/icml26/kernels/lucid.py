@@ -72,6 +72,16 @@ def lucid_solve_reference(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.linalg.solve_triangular(L, v.to(L.dtype), upper=False, unitriangular=True)
 
 
+def _require_causal(causal: bool) -> None:
+    # L = tril(exp(sqrt(d) (k^ k^T - 1)), -1) + I is lower-triangular: the preconditioner only
+    # exists for causal attention. Attending to later keys through a causal L^-1 V is not LUCID.
+    if not causal:
+        raise ValueError(
+            "LUCID is defined for causal attention only (its preconditioner L is "
+            "lower-triangular); causal=False has no LUCID counterpart here"
+        )
+
+
 def lucid_attention_reference(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -84,6 +94,7 @@ def lucid_attention_reference(
     q (B, H, T, D), k and v (B, H_kv, T, D); returns (B, H, T, D) in q's dtype.
     """
     check_lucid_inputs(q, k, v, scan_kv=False)  # the solve scans k and v
+    _require_causal(causal)
     ct = compute_dtype(q.dtype)
     vp = lucid_solve_reference(k, v)  # (B, H_kv, T, D)
     heads, T = q.shape[1], q.shape[2]
@@ -193,5 +204,6 @@ def lucid_attention(
     two gradients to the keys (through the logits and through L).
     """
     check_lucid_inputs(q, k, v, scan_kv=False)  # the solve scans k and v
+    _require_causal(causal)
     vp = lucid_solve(k, v).to(q.dtype)
     return softmax_attention(q, k, vp, causal=causal, scale=scale)

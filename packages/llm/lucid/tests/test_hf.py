@@ -68,6 +68,14 @@ def test_the_interface_function_is_lucid_attention():
     assert_close(got.transpose(1, 2).double(), ref, atol=1e-5, rtol=1e-5)  # HF returns (B, T, H, D)
 
 
+def test_an_encoder_attention_layer_is_refused():
+    attn = _model().model.layers[0].self_attn
+    q, k, v = torch.randn(1, 4, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    attn.is_causal = False  # as in a bidirectional encoder
+    with pytest.raises(ValueError, match="needs a causal"):
+        lucid_attention_forward(attn, q, k, v, None, scaling=8**-0.5)
+
+
 def test_training_step_through_transformers():
     model = _model().train()
     x = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(2))

@@ -44,6 +44,12 @@ def lucid_attention_forward(
     from icml26.kernels import Backend, select_backend
     from icml26.kernels.attention import softmax_attention
 
+    if not getattr(module, "is_causal", True):
+        # an encoder's attention layer: L is lower-triangular, so there is no LUCID for it
+        raise ValueError(
+            f"LUCID attention needs a causal (decoder) attention layer; "
+            f"{type(module).__name__}.is_causal is False"
+        )
     vp = _preconditioned_values(module, key, value).to(value.dtype)
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     if (
