@@ -149,3 +149,26 @@ def test_qwen2_generate_with_the_cache_matches_a_full_forward():
     model.config._attn_implementation = "sdpa"
     with torch.no_grad():
         assert not torch.allclose(model(out.sequences).logits[:, 4:10], full, atol=1e-3)
+
+
+def test_mistral_runs_and_its_sliding_window_is_refused_past_the_window():
+    from transformers import MistralConfig, MistralForCausalLM
+
+    register_lucid()
+    torch.manual_seed(0)
+    x = torch.randint(1, 64, (1, 8), generator=torch.Generator().manual_seed(0))
+    full_window = MistralForCausalLM._from_config(
+        MistralConfig(**CONFIG, sliding_window=None), attn_implementation="lucid"
+    ).eval()
+    with torch.no_grad():
+        logits = full_window(x).logits
+    assert torch.isfinite(logits).all()
+    windowed = MistralForCausalLM._from_config(
+        MistralConfig(**CONFIG, sliding_window=4), attn_implementation="lucid"
+    ).eval()
+    windowed.load_state_dict(full_window.state_dict())
+    with torch.no_grad():
+        # within the window the two models are the same attention
+        assert_close(windowed(x[:, :4]).logits, logits[:, :4], atol=1e-5, rtol=1e-5)
+        with pytest.raises(ValueError, match="sliding_window of 4"):
+            windowed(x)

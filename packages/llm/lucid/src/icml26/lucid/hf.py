@@ -50,6 +50,15 @@ def lucid_attention_forward(
             f"LUCID attention needs a causal (decoder) attention layer; "
             f"{type(module).__name__}.is_causal is False"
         )
+    window = kwargs.get("sliding_window")
+    if window is not None and key.shape[2] > window:
+        # L would still span every earlier key while the softmax sees only the last `window`:
+        # that mixes two different attentions, so refuse instead of computing neither
+        raise ValueError(
+            f"LUCID attention does not implement sliding-window attention: {key.shape[2]} keys "
+            f"exceed the layer's sliding_window of {window}; set config.sliding_window = None "
+            "(or keep sequences within the window)"
+        )
     vp = _preconditioned_values(module, key, value).to(value.dtype)
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     if (
