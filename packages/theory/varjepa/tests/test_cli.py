@@ -104,7 +104,8 @@ def test_train_then_evaluate_a_csv(tmp_path, capsys):
         (["train", "--out", "{tmp}/o"], "exactly one of --csv or --table"),
         (["train", "--csv", "{tmp}/missing.csv", "--out", "{tmp}/o"], "missing.csv"),
         (["train", "--table", "wine", "--drop", "zzz", "--out", "{tmp}/o"], "zzz"),
-        (["evaluate", "{tmp}", "--table", "wine"], "config.json"),
+        (["evaluate", "{tmp}", "--table", "wine", "--device", "cpu"], "config.json"),
+        (["evaluate", "{tmp}", "--csv", "{tmp}/x.csv"], "--target"),
     ],
 )
 def test_bad_input_is_a_clear_error(tmp_path, capsys, args, message):

@@ -58,23 +58,34 @@ class EvaluateCli:
     device: str = "auto"
 
 
-def _frame(csv: Path | None, table: str | None, target: str | None):
-    from icml26.varjepa.data import load_table, read_csv
-
+def _check_source(csv: Path | None, table: str | None) -> None:
     if (csv is None) == (table is None):
         raise ValueError("give exactly one of --csv or --table")
+
+
+def _rows_to_pretrain_on(csv: Path | None, table: str | None):
+    """The feature columns of a bundled table or every column of a CSV (labels are not used)."""
+    import pandas as pd
+
+    from icml26.varjepa.data import load_table
+
+    _check_source(csv, table)
+    if table is not None:
+        return load_table(table).features
+    try:
+        return pd.read_csv(csv)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise ValueError(f"{csv}: not a readable CSV ({e})") from None
+
+
+def _labelled_table(csv: Path | None, table: str | None, target: str | None):
+    from icml26.varjepa.data import load_table, read_csv
+
+    _check_source(csv, table)
     if table is not None:
         return load_table(table)
     if target is None:
-        import pandas as pd
-
-        from icml26.varjepa.data import Table
-
-        try:
-            frame = pd.read_csv(csv)
-        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-            raise ValueError(f"{csv}: not a readable CSV ({e})") from None
-        return Table(str(csv), frame, __import__("numpy").zeros(len(frame)), "regression")
+        raise ValueError("--target: name the label column of --csv")
     return read_csv(csv, target)
 
 
@@ -96,11 +107,11 @@ def run_train(cfg: TrainCli) -> Path:
     from icml26.varjepa.train import TrainConfig, pretrain
 
     device = resolve_device(cfg.device)
-    table = _frame(cfg.csv, cfg.table, None)
-    missing = [c for c in cfg.drop if c not in table.features.columns]
+    frame = _rows_to_pretrain_on(cfg.csv, cfg.table)
+    missing = [c for c in cfg.drop if c not in frame.columns]
     if missing:
         raise ValueError(f"--drop: columns {missing} are not in the table")
-    features = table.features.drop(columns=list(cfg.drop))
+    features = frame.drop(columns=list(cfg.drop))
     rank, distributed = _init_distributed(device)
     if distributed and device.startswith("cuda"):
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
@@ -147,12 +158,12 @@ def run_evaluate(cfg: EvaluateCli) -> dict:
     from icml26.varjepa.tokenizer import FeatureTokenizer
 
     device = resolve_device(cfg.device)
+    table = _labelled_table(cfg.csv, cfg.table, cfg.target)  # arguments first, then the work
     model = load_pretrained(cfg.checkpoint).to(device)
     tok_path = cfg.checkpoint / "tokenizer.json"
     if not tok_path.is_file():
         raise ValueError(f"{cfg.checkpoint}: no tokenizer.json (save with `icml26-varjepa train`)")
     tok = FeatureTokenizer.from_state(json.loads(tok_path.read_text()))
-    table = _frame(cfg.csv, cfg.table, cfg.target)
     split = split_table(table, cfg.seed)
     Z = embed_rows(model, tok.transform(table.features))
     design = raw_design(table.features, split.train)
