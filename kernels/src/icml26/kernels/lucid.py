@@ -199,11 +199,14 @@ def lucid_attention(
     (B, H_kv, T, D); (B, H, T, D) in q's dtype. Differentiable in q, k and v.
 
     Two ops, each Triton on CUDA and the reference otherwise (see ``ICML26_KERNELS``):
-    ``lucid_solve`` gives ``V'`` in fp32/fp64, cast to q's dtype for ``softmax_attention``
-    (the flash-style kernel on CUDA; PyTorch's SDPA on the reference path). Autograd adds the
-    two gradients to the keys (through the logits and through L).
+    ``lucid_solve`` gives ``V'`` in fp32/fp64, and ``softmax_attention`` (the flash-style kernel
+    on CUDA; PyTorch's SDPA on the reference path) runs on it in that precision, with q and k
+    upcast: rounding V' to bf16 costs several times the error of bf16 attention itself when
+    keys are correlated (V' then holds large cancelling terms). Autograd adds the two gradients
+    to the keys (through the logits and through L).
     """
     check_lucid_inputs(q, k, v, scan_kv=False)  # the solve scans k and v
     _require_causal(causal)
-    vp = lucid_solve(k, v).to(q.dtype)
-    return softmax_attention(q, k, vp, causal=causal, scale=scale)
+    vp = lucid_solve(k, v)
+    out = softmax_attention(q.to(vp.dtype), k.to(vp.dtype), vp, causal=causal, scale=scale)
+    return out.to(q.dtype)

@@ -172,3 +172,74 @@ def test_mistral_runs_and_its_sliding_window_is_refused_past_the_window():
         assert_close(windowed(x[:, :4]).logits, logits[:, :4], atol=1e-5, rtol=1e-5)
         with pytest.raises(ValueError, match="sliding_window of 4"):
             windowed(x)
+
+
+def _greedy(model, x, mask=None, cache=None, steps=6):
+    out = model.generate(
+        x, attention_mask=mask, max_new_tokens=steps, do_sample=False, output_logits=True,
+        return_dict_in_generate=True, pad_token_id=0, past_key_values=cache,
+    )  # fmt: skip
+    return out.sequences[:, x.shape[1] :], torch.stack(out.logits, 1)
+
+
+@pytest.mark.parametrize("cache", ["lucid", "dynamic"])
+def test_left_padded_batched_generate_equals_each_sequence_alone(cache):
+    from icml26.lucid import LucidDynamicCache
+
+    model = _model()
+    g = torch.Generator().manual_seed(4)
+    prompts = [torch.randint(1, 64, (n,), generator=g) for n in (7, 4, 2)]
+    width = max(len(p) for p in prompts)
+    x = torch.zeros(len(prompts), width, dtype=torch.long)  # 0: the pad token
+    mask = torch.zeros_like(x)
+    for i, p in enumerate(prompts):
+        x[i, width - len(p) :], mask[i, width - len(p) :] = p, 1
+    new_cache = LucidDynamicCache if cache == "lucid" else lambda: None
+    tokens, logits = _greedy(model, x, mask, new_cache())
+    for i, p in enumerate(prompts):
+        alone_tokens, alone_logits = _greedy(model, p[None], cache=new_cache())
+        assert torch.equal(tokens[i], alone_tokens[0])
+        assert_close(logits[i], alone_logits[0], atol=1e-5, rtol=1e-5)
+
+
+def test_lucid_cache_decodes_with_the_fused_op_and_no_full_solve(monkeypatch):
+    import icml26.kernels.lucid as ops
+    from icml26.lucid import LucidDynamicCache
+
+    calls = {"solve": [], "decode": 0}
+    solve, decode = ops.lucid_solve, ops.lucid_decode
+
+    def counting_solve(k, v):
+        calls["solve"].append(k.shape[2])
+        return solve(k, v)
+
+    def counting_decode(*args):
+        calls["decode"] += 1
+        return decode(*args)
+
+    monkeypatch.setattr(ops, "lucid_solve", counting_solve)
+    monkeypatch.setattr(ops, "lucid_decode", counting_decode)
+    model = _model()
+    x = torch.randint(1, 64, (2, 5), generator=torch.Generator().manual_seed(0))
+    cache = LucidDynamicCache()
+    tokens, logits = _greedy(model, x, cache=cache, steps=7)
+    assert calls == {"solve": [5, 5], "decode": 2 * 6}  # prompt once per layer, then one row
+    layer = cache.layers[0]
+    assert layer.values.dtype == torch.float32 and layer.keys.shape[2] == 11
+    with torch.no_grad():
+        full = model(torch.cat([x, tokens], 1)).logits[:, 4:11]
+    assert_close(logits, full, atol=1e-5, rtol=1e-5)
+
+
+def test_packed_sequences_get_one_preconditioner_each():
+    # position_ids restarting at 0 mark packed sequences: transformers builds a block-diagonal
+    # mask, and L follows it, so each sequence's logits are those it gets alone
+    model = _model()
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randint(1, 64, (1, 6), generator=g), torch.randint(1, 64, (1, 5), generator=g)
+    packed = torch.cat([a, b], 1)
+    position_ids = torch.cat([torch.arange(6), torch.arange(5)])[None]
+    with torch.no_grad():
+        both = model(packed, position_ids=position_ids).logits
+        assert_close(both[:, :6], model(a).logits, atol=1e-5, rtol=1e-5)
+        assert_close(both[:, 6:], model(b).logits, atol=1e-5, rtol=1e-5)

@@ -2,7 +2,8 @@
 
 ``lucid_attention(q, k, v)`` (the op, from icml26-kernels: Triton solve on CUDA, reference on CPU),
 ``LucidAttention`` (a drop-in causal self-attention layer with a (K, V') cache), ``lucid_append``
-(extend a V' cache), ``register_lucid()`` (``attn_implementation="lucid"`` in transformers).
+(extend a V' cache), ``register_lucid()`` (``attn_implementation="lucid"`` in transformers) and
+``LucidDynamicCache`` (its generation cache of keys and V').
 """
 
 from icml26.kernels.lucid import (
@@ -13,13 +14,20 @@ from icml26.kernels.lucid import (
     lucid_solve,
     lucid_solve_reference,
 )
-from icml26.lucid.attention import LucidAttention, LucidCache, apply_rope, lucid_append
-from icml26.lucid.hf import register_lucid
+from icml26.lucid.attention import (
+    LucidAttention,
+    LucidCache,
+    apply_rope,
+    lucid_append,
+    masked_lucid_solve,
+)
+from icml26.lucid.hf import LucidDynamicCache, register_lucid
 from icml26.lucid.model import TinyLM, TinyLMConfig
 
 __all__ = [
     "LucidAttention",
     "LucidCache",
+    "LucidDynamicCache",
     "TinyLM",
     "TinyLMConfig",
     "apply_rope",
@@ -30,5 +38,6 @@ __all__ = [
     "lucid_preconditioner",
     "lucid_solve",
     "lucid_solve_reference",
+    "masked_lucid_solve",
     "register_lucid",
 ]

@@ -13,8 +13,13 @@ module adds what a model needs around it:
 - ``LucidAttention``: a causal self-attention layer (q, k, v, o projections, grouped-query heads)
   whose attention is LUCID, or plain softmax (``kind="softmax"``, with a temperature) for
   baselines with the same parameters.
+- Diagnostic variants of the preconditioner for training studies (not the published method):
+  its strength ``L = tril(exp(beta sqrt(d) (c_ij - 1)))`` (``beta = 1`` is LUCID; as ``beta``
+  grows L tends to I and LUCID to softmax) and L built from detached keys (no gradient reaches
+  the keys through L). ``preconditioner_statistics`` summarises L for a batch of keys.
 """
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Literal
@@ -31,35 +36,133 @@ from icml26.kernels.lucid import (
 )
 
 
+def masked_preconditioner(k: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+    """L of keys (B, H_kv, T, D) restricted to the pairs the attention mask allows:
+    ``L_ij = exp(sqrt(d) (c_ij - 1))`` for ``j < i`` only where ``allowed[..., i, j]``, unit
+    diagonal. ``allowed`` (B, 1 or H_kv, T, T) bool, True where query i may attend to key j (None:
+    every earlier key). A padded key then enters no row of L, and packed sequences (a
+    block-diagonal mask) get one L per sequence, exactly as the softmax sees them."""
+    L = lucid_preconditioner(k)
+    if allowed is None:
+        return L
+    eye = torch.eye(k.shape[-2], dtype=torch.bool, device=k.device)
+    return L * (allowed.to(torch.bool) | eye)
+
+
 def lucid_append(
-    k_cache: torch.Tensor, vp_cache: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor
+    k_cache: torch.Tensor,
+    vp_cache: torch.Tensor,
+    k_new: torch.Tensor,
+    v_new: torch.Tensor,
+    allowed: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``V'`` rows of ``n`` new tokens given the cached keys and ``V'`` of the ``N`` earlier ones.
 
-    k_cache, vp_cache (B, H_kv, N, D) (N may be 0), k_new, v_new (B, H_kv, n, D). Returns
-    (B, H_kv, n, D) in the solve's precision (fp32, or fp64 for fp64 inputs).
+    k_cache, vp_cache (B, H_kv, N, D) (N may be 0), k_new, v_new (B, H_kv, n, D). ``allowed``
+    (B, 1 or H_kv, n, N + n) bool, the new tokens' rows of the attention mask (None: each new
+    token sees every cached key and the new ones up to itself). Returns (B, H_kv, n, D) in the
+    solve's precision (fp32, or fp64 for fp64 inputs).
     """
     ct = compute_dtype(k_new.dtype)
     d = k_new.shape[-1]
+    N = k_cache.shape[2]
     rhs = v_new.to(ct)
-    if k_cache.shape[2]:
+    if N:
         u_new = F.normalize(k_new.to(ct), dim=-1)
         u_old = F.normalize(k_cache.to(ct), dim=-1)
         l_new_old = torch.exp(math.sqrt(d) * (u_new @ u_old.transpose(-1, -2) - 1.0))  # (.., n, N)
+        if allowed is not None:
+            l_new_old = l_new_old * allowed[..., :N].to(torch.bool)
         rhs = rhs - l_new_old @ vp_cache.to(ct)
-    D = lucid_preconditioner(k_new)  # (B, H_kv, n, n)
+    # D: the new tokens' own unit lower-triangular block
+    D = masked_preconditioner(k_new, None if allowed is None else allowed[..., N:])
     return torch.linalg.solve_triangular(D, rhs, upper=False, unitriangular=True)
 
 
-def apply_rope(x: torch.Tensor, start: int, base: float) -> torch.Tensor:
+def masked_lucid_solve(
+    k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor | None
+) -> torch.Tensor:
+    """``V' = L^{-1} V`` with L restricted by the attention mask (``masked_preconditioner``);
+    (B, H_kv, T, D) in the solve's precision. Materialises the (T, T) L: for masked attention,
+    which materialises a (T, T) mask anyway; unmasked causal attention uses ``lucid_solve``."""
+    L = masked_preconditioner(k, allowed)
+    return torch.linalg.solve_triangular(L, v.to(L.dtype), upper=False, unitriangular=True)
+
+
+def segment_mask(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
+    """(total, total) bool causal mask of packed sequences: token i may attend to token j iff
+    ``j <= i`` and both lie in the same sequence ``cu_seqlens[s] <= i, j < cu_seqlens[s + 1]``."""
+    check_cu_seqlens(cu_seqlens, total)
+    pos = torch.arange(total, device=cu_seqlens.device)
+    seg = torch.bucketize(pos, cu_seqlens[1:], right=True)
+    return (seg[:, None] == seg[None, :]) & (pos[None, :] <= pos[:, None])
+
+
+def check_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> None:
+    """``cu_seqlens``: 1-D integer offsets, 0 first, ``total`` last, non-decreasing."""
+    if (
+        not isinstance(cu_seqlens, torch.Tensor)
+        or cu_seqlens.dim() != 1
+        or cu_seqlens.dtype.is_floating_point
+        or len(cu_seqlens) < 2
+    ):
+        raise ValueError("cu_seqlens must be a 1-D integer tensor of sequence offsets")
+    offsets = cu_seqlens.tolist()
+    if (
+        offsets[0] != 0
+        or offsets[-1] != total
+        or any(b < a for a, b in itertools.pairwise(offsets))
+    ):
+        raise ValueError(
+            f"cu_seqlens must start at 0, end at the packed length {total} and never decrease; "
+            f"got {offsets}"
+        )
+
+
+def segment_positions(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
+    """Position of every packed token within its own sequence (0, 1, ... per sequence)."""
+    pos = torch.arange(total, device=cu_seqlens.device)
+    seg = torch.bucketize(pos, cu_seqlens[1:], right=True)
+    return pos - cu_seqlens[seg]
+
+
+def variant_preconditioner(k: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
+    """``tril(exp(beta sqrt(d) (u_i . u_j - 1)))`` for keys (..., T, D), unit diagonal, in the
+    solve's precision; ``beta = 1`` is ``lucid_preconditioner``."""
+    d = k.shape[-1]
+    u = F.normalize(k.to(compute_dtype(k.dtype)), dim=-1)
+    s = beta * math.sqrt(d) * (u @ u.transpose(-1, -2) - 1.0)
+    eye = torch.eye(k.shape[-2], dtype=s.dtype, device=s.device)
+    return torch.tril(torch.exp(s), diagonal=-1) + eye
+
+
+@torch.no_grad()
+def preconditioner_statistics(k: torch.Tensor, v: torch.Tensor, beta: float = 1.0) -> dict:
+    """How active the preconditioner is for keys and values (B, H_kv, T, D): the mean row sum of
+    L (1 = identity, the row's key unlike every earlier one), the median condition number of L
+    (2-norm), and ||V'|| / ||V|| (Frobenius, per head, averaged)."""
+    L = variant_preconditioner(k, beta).double()
+    vp = torch.linalg.solve_triangular(L, v.double(), upper=False, unitriangular=True)
+    return {
+        "L row sum": L.sum(-1).mean().item(),
+        "median cond(L)": torch.linalg.cond(L.flatten(0, 1)).median().item(),
+        "|V'| / |V|": (vp.norm(dim=(-2, -1)) / v.double().norm(dim=(-2, -1))).mean().item(),
+    }
+
+
+def apply_rope(
+    x: torch.Tensor, start: int, base: float, positions: torch.Tensor | None = None
+) -> torch.Tensor:
     """Rotary position embedding (Su et al., 2021; Llama's half-split layout) of (B, H, T, D)
-    queries or keys at positions ``start .. start + T - 1``."""
+    queries or keys at positions ``start .. start + T - 1`` (or at ``positions``, (T,))."""
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ValueError(f"rotary embeddings need an even head dimension, got {D}")
     ct = compute_dtype(x.dtype)  # angles in fp32 (fp64 for fp64 inputs), as the solve
     inv_freq = base ** (-torch.arange(0, D, 2, device=x.device, dtype=ct) / D)
-    angles = torch.arange(start, start + T, device=x.device, dtype=ct)[:, None] * inv_freq
+    if positions is None:
+        positions = torch.arange(start, start + T, device=x.device)
+    angles = positions.to(ct)[:, None] * inv_freq
     cos = torch.cat([angles.cos(), angles.cos()], -1).to(x.dtype)
     sin = torch.cat([angles.sin(), angles.sin()], -1).to(x.dtype)
     x1, x2 = x[..., : D // 2], x[..., D // 2 :]
@@ -76,7 +179,9 @@ class LucidCache:
     k: torch.Tensor | None = field(default=None, repr=False)
     """(B, H_kv, N, D) keys."""
     v: torch.Tensor | None = field(default=None, repr=False)
-    """(B, H_kv, N, D) V' (LUCID) or V (softmax)."""
+    """(B, H_kv, N, D) V' (LUCID, in the solve's precision) or V (softmax)."""
+    valid: torch.Tensor | None = field(default=None, repr=False)
+    """(B, N) bool, False for padding (None: no padding so far)."""
 
     @property
     def length(self) -> int:
@@ -90,6 +195,10 @@ class LucidAttention(nn.Module):
     ``kind="softmax"`` swaps in standard attention at temperature ``temperature``
     (``softmax(q k^T / (temperature sqrt(d)))``) with the same parameters, for baselines.
     Pass a ``LucidCache`` to generate token by token (or chunk by chunk).
+
+    ``beta`` and ``detach_preconditioner`` select the diagnostic variants of the module docstring
+    (training only; a cache needs the published preconditioner). ``record = True`` keeps the last
+    forward's keys and values (detached) in ``recorded`` for ``preconditioner_statistics``.
     """
 
     def __init__(
@@ -101,6 +210,8 @@ class LucidAttention(nn.Module):
         kind: Literal["lucid", "softmax"] = "lucid",
         temperature: float = 1.0,
         rope_base: float | None = None,
+        beta: float = 1.0,
+        detach_preconditioner: bool = False,
     ) -> None:
         super().__init__()
         num_kv_heads = num_kv_heads or num_heads
@@ -118,7 +229,14 @@ class LucidAttention(nn.Module):
                 f"rope_base must be > 1 with an even head dimension, got {rope_base} and "
                 f"head dimension {dim // num_heads}"
             )
+        if not beta > 0:
+            raise ValueError(f"beta (preconditioner strength) must be > 0, got {beta}")
+        if kind == "softmax" and (beta != 1.0 or detach_preconditioner):
+            raise ValueError("beta and detach_preconditioner are LUCID variants; kind is 'softmax'")
         self.rope_base = rope_base
+        self.beta, self.detach_preconditioner = beta, detach_preconditioner
+        self.record = False
+        self.recorded: tuple[torch.Tensor, torch.Tensor] | None = None
         self.dim, self.num_heads, self.num_kv_heads = dim, num_heads, num_kv_heads
         self.head_dim = dim // num_heads
         self.kind, self.temperature = kind, temperature
@@ -131,21 +249,66 @@ class LucidAttention(nn.Module):
         B, T, _ = x.shape
         return proj(x).view(B, T, heads, self.head_dim).transpose(1, 2)  # (B, heads, T, D)
 
-    def forward(self, x: torch.Tensor, cache: LucidCache | None = None) -> torch.Tensor:
-        """x (B, T, dim); with ``cache``, the T tokens follow the N cached ones (positions N..)."""
+    def forward(
+        self,
+        x: torch.Tensor,
+        cache: LucidCache | None = None,
+        *,
+        attention_mask: torch.Tensor | None = None,
+        cu_seqlens: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """x (B, T, dim); with ``cache``, the T tokens follow the N cached ones (positions N..).
+
+        ``attention_mask`` (B, T) bool (or 0/1), False at padding: a padded token enters neither
+        the softmax nor L of any other token, so a left-padded sequence gives the outputs of the
+        unpadded one at its real tokens. ``cu_seqlens`` (S + 1,) offsets of S sequences packed
+        into x (B = 1, no cache): each gets its own causal attention and its own L, with rotary
+        positions restarting at 0."""
         if x.dim() != 3 or x.shape[-1] != self.dim:
             raise ValueError(f"x must have shape (B, T, {self.dim}), got {tuple(x.shape)}")
         B, T, _ = x.shape
+        allowed, positions = self._allowed(x, cache, attention_mask, cu_seqlens)
         q = self._heads(x, self.q_proj, self.num_heads)
         k = self._heads(x, self.k_proj, self.num_kv_heads)
         v = self._heads(x, self.v_proj, self.num_kv_heads)
         if self.rope_base is not None:  # as in Llama: L is built from the rotated keys
             start = 0 if cache is None else cache.length
-            q, k = apply_rope(q, start, self.rope_base), apply_rope(k, start, self.rope_base)
+            q = apply_rope(q, start, self.rope_base, positions)
+            k = apply_rope(k, start, self.rope_base, positions)
         scale = 1.0 / (self.temperature * math.sqrt(self.head_dim))
         group = self.num_heads // self.num_kv_heads
-        if cache is None:
+        if self.record:
+            self.recorded = (k.detach(), v.detach())
+        variant = self.beta != 1.0 or self.detach_preconditioner
+        if variant and cache is not None:
+            raise ValueError("the preconditioner variants are for training; decode with beta=1")
+        if allowed is not None and cache is None:
+            kv = k.repeat_interleave(group, 1)
             if self.kind == "lucid":
+                vp = masked_lucid_solve(k, v, allowed).to(q.dtype)
+                out = F.scaled_dot_product_attention(
+                    q, kv, vp.repeat_interleave(group, 1), attn_mask=allowed, scale=scale
+                )
+            else:
+                out = F.scaled_dot_product_attention(
+                    q, kv, v.repeat_interleave(group, 1), attn_mask=allowed, scale=scale
+                )
+        elif cache is None:
+            if self.kind == "lucid" and variant:
+                L = variant_preconditioner(
+                    k.detach() if self.detach_preconditioner else k, self.beta
+                )
+                vp = torch.linalg.solve_triangular(
+                    L, v.to(L.dtype), upper=False, unitriangular=True
+                )
+                out = F.scaled_dot_product_attention(
+                    q,
+                    k.repeat_interleave(group, 1),
+                    vp.to(q.dtype).repeat_interleave(group, 1),
+                    is_causal=True,
+                    scale=scale,
+                )
+            elif self.kind == "lucid":
                 out = lucid_attention(q, k, v, causal=True, scale=scale)
             else:
                 out = F.scaled_dot_product_attention(
@@ -155,30 +318,86 @@ class LucidAttention(nn.Module):
                     is_causal=True,
                     scale=scale,
                 )
-        elif self.kind == "lucid" and T == 1 and cache.k is not None:
+        elif self.kind == "lucid" and T == 1 and cache.k is not None and allowed is None:
             # One generated token: the fused decode op (a single pass over the cache computes
             # v'_t and the attention output; the Triton kernel on CUDA).
             out_t, vp_t = lucid_decode(q[:, :, 0], cache.k, cache.v, k[:, :, 0], v[:, :, 0], scale)
             cache.k = torch.cat([cache.k, k], dim=2)
-            cache.v = torch.cat([cache.v, vp_t.to(v.dtype)[:, :, None]], dim=2)
+            cache.v = torch.cat([cache.v, vp_t[:, :, None]], dim=2)
             out = out_t[:, :, None]
         else:
             N = cache.length
             if self.kind == "lucid":
                 k_old = k[:, :, :0] if cache.k is None else cache.k
-                vp_old = v[:, :, :0] if cache.v is None else cache.v
-                v_new = lucid_append(k_old, vp_old, k, v).to(v.dtype)
+                vp_old = v[:, :, :0].to(compute_dtype(v.dtype)) if cache.v is None else cache.v
+                v_new = lucid_append(k_old, vp_old, k, v, allowed)  # kept in fp32
             else:
                 v_new = v
             cache.k = k if cache.k is None else torch.cat([cache.k, k], dim=2)
             cache.v = v_new if cache.v is None else torch.cat([cache.v, v_new], dim=2)
-            # New token i (position N + i) sees cached and new keys up to its own position.
-            allowed = torch.ones(T, N + T, dtype=torch.bool, device=x.device).tril(N)
-            out = F.scaled_dot_product_attention(
-                q,
-                cache.k.repeat_interleave(group, 1),
-                cache.v.repeat_interleave(group, 1),
-                attn_mask=allowed,
-                scale=scale,
-            )
+            if N == 0 and allowed is None:
+                out = F.scaled_dot_product_attention(
+                    q.to(cache.v.dtype),
+                    k.to(cache.v.dtype).repeat_interleave(group, 1),
+                    cache.v.repeat_interleave(group, 1),
+                    is_causal=True,
+                    scale=scale,
+                ).to(q.dtype)
+            else:
+                if allowed is None:  # new token i (position N + i) sees keys up to its own
+                    allowed = torch.ones(T, N + T, dtype=torch.bool, device=x.device).tril(N)
+                out = F.scaled_dot_product_attention(
+                    q.to(cache.v.dtype),
+                    cache.k.to(cache.v.dtype).repeat_interleave(group, 1),
+                    cache.v.repeat_interleave(group, 1),
+                    attn_mask=allowed,
+                    scale=scale,
+                ).to(q.dtype)
         return self.o_proj(out.transpose(1, 2).reshape(B, T, self.dim))
+
+    def _allowed(
+        self,
+        x: torch.Tensor,
+        cache: LucidCache | None,
+        attention_mask: torch.Tensor | None,
+        cu_seqlens: torch.Tensor | None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """(the (B, 1, T, N + T) bool mask of which key each new token may see, or None for
+        plain causal attention; rotary positions of packed tokens, or None). Records the new
+        tokens' padding in ``cache``."""
+        B, T, _ = x.shape
+        if cu_seqlens is not None:
+            if B != 1 or cache is not None or attention_mask is not None:
+                raise ValueError(
+                    "cu_seqlens packs sequences into one row: x must be (1, T, dim), with no "
+                    "cache and no attention_mask"
+                )
+            mask = segment_mask(cu_seqlens.to(x.device), T)
+            return mask[None, None], segment_positions(cu_seqlens.to(x.device), T)
+        N = 0 if cache is None else cache.length
+        if attention_mask is None:
+            if cache is not None and cache.valid is not None:
+                cache.valid = torch.cat(
+                    [cache.valid, torch.ones(B, T, dtype=torch.bool, device=x.device)], 1
+                )
+            if cache is None or cache.valid is None:
+                return None, None
+            keys = cache.valid
+        else:
+            if attention_mask.shape != (B, T):
+                raise ValueError(
+                    f"attention_mask must be (B, T) = {(B, T)} for the new tokens, got "
+                    f"{tuple(attention_mask.shape)}"
+                )
+            new = attention_mask.to(device=x.device, dtype=torch.bool)
+            old = torch.ones(B, N, dtype=torch.bool, device=x.device)
+            if cache is not None and cache.valid is not None:
+                old = cache.valid
+            keys = torch.cat([old, new], 1)
+            if cache is not None:
+                cache.valid = keys
+        causal = torch.ones(T, N + T, dtype=torch.bool, device=x.device).tril(N)
+        self_ = torch.zeros(T, N + T, dtype=torch.bool, device=x.device)
+        self_[:, N:] = torch.eye(T, dtype=torch.bool, device=x.device)
+        # a padded token attends to itself only: its (ignored) output stays finite
+        return ((causal & keys[:, None, :]) | self_)[:, None], None

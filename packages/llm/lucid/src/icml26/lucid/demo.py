@@ -1,27 +1,41 @@
 """The headline experiment at small scale: can LUCID single out one key among many similar ones?
 
 1. Correlated-keys probe (no training): output cosine to the queried value against cluster size,
-   softmax at temperature 1 and 0.5 vs LUCID (``tasks.correlated_keys_probe``).
+   softmax at temperature 1 and 0.5 vs LUCID, and a sweep over query noise and key noise (how
+   far the query is from its key, how tight the cluster is) at the largest cluster size.
 2. MQAR (multi-query associative recall with filler): small 2-layer models, softmax vs LUCID at
-   equal steps and parameters, several seeds; steps to reach the accuracy threshold (learning is a
-   phase transition, so single seeds are noise).
-3. A character LM on ``pydoc_data.topics``: LUCID should not hurt ordinary LM loss.
+   equal steps and parameters, a grid of settings (sequence length x pairs, 1 or 2 heads, rotary
+   or learned positions), several seeds per cell; steps to reach the accuracy threshold
+   (learning is a phase transition, so single seeds are noise). In chosen cells, diagnostic
+   variants of LUCID's preconditioner: L from detached keys, and strength beta in {2, 4}.
+3. Multi-needle retrieval in a long haystack (the paper's headline is long-context retrieval),
+   trained from scratch at equal budget, at the longest lengths the demo's budget allows.
+4. A character LM on ``pydoc_data.topics``: LUCID should not hurt ordinary LM loss.
 
-``experiment`` measures, ``verdict`` (pure) turns the measurements into one row per claim, with
-the rules fixed before the first full run: (a) probe: LUCID's cosine beats both softmax
-temperatures by at least 0.1 at the largest cluster size; (b) MQAR, one row per setting: LUCID
-solves more seeds than softmax, or as many (at least one) in fewer median steps (unsolved =
-budget); (c) LM: LUCID's held-out loss is within 2% of softmax's.
+``experiment`` measures, ``verdict`` (pure) turns the measurements into one row per claim and
+setting, with the rules fixed before the full run: (a) probe: at every point of the noise sweep,
+LUCID's cosine beats both softmax temperatures by at least 0.1 (reproduced everywhere, partly
+somewhere, not reproduced nowhere); (b) recall, one row per MQAR cell and per needle length: the
+difference of mean steps to solve (unsolved = the budget), LUCID - softmax, with a 95% bootstrap
+interval over seeds: below 0 -> reproduced, above 0 -> not reproduced (slower), containing 0 ->
+not reproduced (a tie); when no seed of either attention solves, the same on final accuracy, and
+a tie there is untestable here (neither learned within the budget); (c) LM: LUCID's held-out
+loss is within 2% of softmax's.
 """
 
 import json
+import os
+import random
 import statistics
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
+from multiprocessing import get_context
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 
 from icml26.lucid._results import (
     as_smoke,
@@ -37,53 +51,84 @@ from icml26.lucid.train import train_char_lm, train_mqar
 
 PACKAGE = "icml26-lucid"
 KINDS = ("softmax", "lucid")
+VARIANTS = {"L from detached keys": {"detach_preconditioner": True}, "beta=2": {"beta": 2.0}}
+VARIANTS["beta=4"] = {"beta": 4.0}
+"""Diagnostic LUCID variants run in ``mqar_variant_cells`` (beta = 1 is LUCID itself)."""
 SOFTMAX_PROBES = ("softmax (T=1)", "softmax (T=0.5)")
 MEDIAN = "median steps to solve (unsolved = budget)"
+MEAN = "mean steps to solve (unsolved = budget)"
 PROBE_MARGIN = 0.1
 """(a): LUCID's probe cosine must beat both softmax temperatures by this much."""
 LM_TOLERANCE = 1.02
 """(c): LUCID's held-out loss may be at most this many times softmax's."""
+BOOTSTRAP = 10_000
+"""(b): resamples of the bootstrap interval."""
 
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """LUCID vs softmax: correlated-keys probe, MQAR steps-to-solve, character LM loss."""
+    """LUCID vs softmax: correlated-keys probe, MQAR grid, multi-needle retrieval, character LM."""
 
     quick: bool = False
     """Tiny budgets: finishes in seconds (numbers are not meaningful)."""
     out: Path | None = None
     """Run folder (default runs/lucid/<timestamp>)."""
     seed: int = 0
-    """First seed; MQAR and LM runs use seed, seed+1, ..."""
+    """First seed; training runs use seed, seed+1, ..."""
+    workers: int = 0
+    """Training runs in parallel processes, one thread each (0: one per CPU core); the numbers do
+    not depend on it."""
     probe_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     """Cluster sizes of the correlated-keys probe."""
     probe_trials: int = 64
-    """Random problems per cluster size."""
-    mqar_seq_lens: tuple[int, ...] = (24,)
+    """Random problems per probe point."""
+    probe_query_noise: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3, 0.5)
+    """Query noise of the sweep (query = key + noise x sqrt(d) Gaussian); 0.05 is the default."""
+    probe_key_noise: tuple[float, ...] = (0.15, 0.3, 0.6)
+    """Key noise of the sweep (member = centre + noise Gaussian); 0.15 is the default."""
+    mqar_seq_lens: tuple[int, ...] = (24, 64)
     """MQAR sequence lengths (paired with ``mqar_pairs``)."""
-    mqar_pairs: tuple[int, ...] = (2,)
+    mqar_pairs: tuple[int, ...] = (2, 8)
     """MQAR key-value pairs per sequence."""
+    mqar_heads: tuple[int, ...] = (1, 2)
+    """Attention heads of the grid (the width is fixed: 1 head of 64 or 2 of 32)."""
+    mqar_rope: tuple[bool, ...] = (True, False)
+    """Rotary positions (True) or learned absolute ones (False) in the grid."""
+    mqar_variant_cells: tuple[str, ...] = ("T=24 pairs=2 heads=2 rope",)
+    """Cells in which the diagnostic variants of LUCID also train."""
     mqar_seeds: int = 5
-    """Seeds per MQAR setting and attention kind."""
-    mqar_steps: int = 600
-    """Step budget per MQAR run."""
+    """Seeds per MQAR cell and attention."""
+    mqar_steps: tuple[int, ...] = (600, 1000)
+    """Step budget per MQAR run, per setting (paired with ``mqar_seq_lens``)."""
     mqar_dim: int = 64
-    """Model width for MQAR."""
+    """Model width for MQAR and the needle task."""
     mqar_vocab: int = 17
     """MQAR vocabulary: filler + 8 keys + 8 values."""
     mqar_lr: float = 3e-3
-    """AdamW learning rate for MQAR."""
+    """AdamW learning rate for MQAR and the needle task."""
     mqar_batch: int = 128
     """MQAR sequences per step (at 32 neither attention left the plateau within 1500 steps)."""
     mqar_threshold: float = 0.9
-    """Accuracy that counts as solved."""
+    """Accuracy that counts as solved (MQAR and needles)."""
+    needle_seq_lens: tuple[int, ...] = (64, 128)
+    """Lengths of the multi-needle task (in one-seed pilots at 128 and 256 neither attention
+    left the plateau within 600-1500 steps)."""
+    needle_count: int = 4
+    """Needles per sequence (each queried once at the end)."""
+    needle_vocab: int = 64
+    """Needle-task vocabulary: 16 keys, 16 values, 31 distractors."""
+    needle_batch: int = 64
+    """Needle-task sequences per step."""
+    needle_steps: int = 1000
+    """Step budget per needle run."""
+    needle_seeds: int = 5
+    """Seeds per needle length and attention."""
     lm_steps: int = 200
     """Training steps of the character LM."""
     lm_seeds: int = 1
     """Seeds of the character LM per attention kind."""
-    rope_base: float | None = 10000.0
-    """Rotary position embeddings (Llama's) in every model of the demo; None: learned absolute
-    positions (with those, neither attention solved MQAR within the budget)."""
+    rope_base: float = 10000.0
+    """Base of the rotary position embeddings (Llama's), wherever rotary positions are used."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
@@ -94,58 +139,127 @@ class DemoConfig:
             self,
             probe_sizes=(1, 4, 16),
             probe_trials=8,
-            mqar_seeds=1,
-            mqar_steps=20,
+            probe_query_noise=(0.05, 0.3),
+            probe_key_noise=(0.15,),
+            mqar_seq_lens=(24,),
+            mqar_pairs=(2,),
+            mqar_heads=(2,),
+            mqar_rope=(True,),
+            mqar_variant_cells=("T=24 pairs=2 heads=2 rope",),
+            mqar_seeds=2,
+            mqar_steps=(10,),
+            mqar_batch=16,
+            needle_seq_lens=(32,),
+            needle_steps=10,
+            needle_seeds=2,
+            needle_batch=8,
             lm_steps=10,
             lm_seeds=1,
         )
 
+    def cells(self) -> list[tuple[str, int, int, int, bool, int]]:
+        """(name, seq_len, pairs, heads, rope, budget) of every MQAR cell."""
+        return [
+            (_cell_name(T, P, h, r), T, P, h, r, n)
+            for T, P, n in zip(self.mqar_seq_lens, self.mqar_pairs, self.mqar_steps, strict=True)
+            for h in self.mqar_heads
+            for r in self.mqar_rope
+        ]
+
     def validate(self) -> None:
-        if len(self.mqar_seq_lens) != len(self.mqar_pairs) or not self.mqar_seq_lens:
-            raise ValueError("mqar_seq_lens and mqar_pairs must be non-empty and of equal length")
+        lens = {len(self.mqar_seq_lens), len(self.mqar_pairs), len(self.mqar_steps)}
+        if len(lens) != 1 or not self.mqar_seq_lens:
+            raise ValueError(
+                "mqar_seq_lens, mqar_pairs and mqar_steps must be non-empty and of equal length"
+            )
+        if min(self.mqar_steps) < 1:
+            raise ValueError(f"mqar_steps must be >= 1, got {self.mqar_steps}")
         if any(3 * p > t for t, p in zip(self.mqar_seq_lens, self.mqar_pairs, strict=True)):
             raise ValueError("every MQAR setting needs 3 * pairs <= seq_len")
+        if any(p > (self.mqar_vocab - 1) // 2 for p in self.mqar_pairs):
+            raise ValueError(f"mqar_vocab {self.mqar_vocab} has too few keys for the pairs")
+        if not self.mqar_heads or any(h < 1 or self.mqar_dim % h for h in self.mqar_heads):
+            raise ValueError(f"mqar_heads must divide mqar_dim {self.mqar_dim}")
+        if not self.mqar_rope:
+            raise ValueError("mqar_rope needs at least one of True, False")
+        names = [c[0] for c in self.resolved().cells()]
+        unknown = [c for c in self.resolved().mqar_variant_cells if c not in names]
+        if unknown:
+            raise ValueError(f"mqar_variant_cells {unknown} are not cells of the grid {names}")
+        if not self.needle_seq_lens or any(3 * self.needle_count > t for t in self.needle_seq_lens):
+            raise ValueError("needle_seq_lens must be non-empty, each >= 3 * needle_count")
+        if self.workers < 0:
+            raise ValueError(f"workers must be >= 0 (0: one per CPU core), got {self.workers}")
         for name in (
             "probe_trials",
             "mqar_seeds",
-            "mqar_steps",
             "mqar_dim",
             "mqar_vocab",
             "mqar_batch",
+            "needle_count",
+            "needle_batch",
+            "needle_steps",
+            "needle_seeds",
             "lm_steps",
             "lm_seeds",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.rope_base is not None and not self.rope_base > 1:
-            raise ValueError(f"rope_base must be > 1 (or None), got {self.rope_base}")
+        if (
+            self.needle_count > self.needle_vocab // 4
+            or self.needle_vocab - 1 - self.needle_vocab // 2 < 2
+        ):
+            raise ValueError(f"needle_vocab {self.needle_vocab} is too small for the needles")
+        if not self.rope_base > 1:
+            raise ValueError(f"rope_base must be > 1, got {self.rope_base}")
         if not self.probe_sizes or min(self.probe_sizes) < 1:
             raise ValueError(f"probe_sizes must be positive, got {self.probe_sizes}")
+        if not self.probe_query_noise or not self.probe_key_noise:
+            raise ValueError("the probe sweep needs at least one query noise and one key noise")
+        if min(self.probe_query_noise) < 0 or min(self.probe_key_noise) < 0:
+            raise ValueError("probe noise levels must be >= 0")
+
+
+def _cell_name(T: int, P: int, heads: int, rope: bool) -> str:
+    return f"T={T} pairs={P} heads={heads} {'rope' if rope else 'learned positions'}"
 
 
 # --- the experiment: measurements only ---
 
 
 def experiment(cfg: DemoConfig) -> dict:
-    """Probe, MQAR and character LM for both attentions on ``cfg.device`` (a resolved device, not
+    """Probe, MQAR grid, needles and character LM on ``cfg.device`` (a resolved device, not
     ``auto``); the raw measurements, no verdict."""
     torch.set_num_threads(1)
     probe = correlated_keys_probe(
         list(cfg.probe_sizes), trials=cfg.probe_trials, seed=cfg.seed, device=cfg.device
     )
-    mqar, devices = {}, set()
-    for T, P in zip(cfg.mqar_seq_lens, cfg.mqar_pairs, strict=True):
-        mqar[f"T={T} pairs={P}"] = {}
-        for kind in KINDS:
-            runs = [_train_mqar(cfg, kind, T, P, cfg.seed + s) for s in range(cfg.mqar_seeds)]
-            devices |= {r.device for r in runs}
-            steps = [r.steps_to_solve for r in runs]
-            mqar[f"T={T} pairs={P}"][kind] = {
-                "solved": sum(s is not None for s in steps),
-                MEDIAN: statistics.median(cfg.mqar_steps if s is None else s for s in steps),
-                "steps per seed": steps,
-                "final accuracy per seed": [round(r.final_accuracy, 4) for r in runs],
-            }
+    sweep = []
+    for kn in cfg.probe_key_noise:
+        for qn in cfg.probe_query_noise:
+            point = correlated_keys_probe(
+                [max(cfg.probe_sizes)],
+                noise=kn,
+                query_noise=qn,
+                trials=cfg.probe_trials,
+                seed=cfg.seed,
+                device=cfg.device,
+            )
+            sweep.append(
+                {"key noise": kn, "query noise": qn, **{k: v[0] for k, v in point.items()}}
+            )
+    jobs = _jobs(cfg)
+    runs = _run_jobs(cfg, jobs)
+    mqar: dict = {}
+    needle: dict = {}
+    for job, run in zip(jobs, runs, strict=True):
+        table = mqar if job["task"] == "mqar" else needle
+        table.setdefault(job["cell"], {}).setdefault(job["arm"], []).append(run)
+    budget = {c[0]: c[5] for c in cfg.cells()}
+    mqar = {c: {a: _summary(r, budget[c]) for a, r in arms.items()} for c, arms in mqar.items()}
+    needle = {
+        c: {a: _summary(r, cfg.needle_steps) for a, r in arms.items()} for c, arms in needle.items()
+    }
     lm = {
         kind: [
             train_char_lm(
@@ -160,79 +274,218 @@ def experiment(cfg: DemoConfig) -> dict:
         ]
         for kind in KINDS
     }
-    (device,) = devices  # every model trained on cfg.device
+    (device,) = {r["device"] for r in runs}  # every model trained on cfg.device
     return {
         "probe": {"cluster sizes": list(cfg.probe_sizes), "trials": cfg.probe_trials, **probe},
+        "probe sweep": {"cluster size": max(cfg.probe_sizes), "points": sweep},
         "mqar": mqar,
-        "mqar budget": cfg.mqar_steps,
+        "needle": needle,
         "char LM": lm,
         "device": device,
     }
 
 
-def _train_mqar(cfg: DemoConfig, kind: str, seq_len: int, pairs: int, seed: int):
-    return train_mqar(
-        kind,
-        seq_len,
-        pairs,
-        cfg.mqar_steps,
-        seed,
-        vocab=cfg.mqar_vocab,
-        dim=cfg.mqar_dim,
-        lr=cfg.mqar_lr,
-        threshold=cfg.mqar_threshold,
-        batch=cfg.mqar_batch,
-        rope_base=cfg.rope_base,
-        device=cfg.device,
-        progress=True,
-    )
+def _jobs(cfg: DemoConfig) -> list[dict]:
+    """Every training run of the MQAR grid, its variants and the needle task, in a fixed order."""
+    common = {"dim": cfg.mqar_dim, "lr": cfg.mqar_lr, "threshold": cfg.mqar_threshold}
+    jobs = []
+    for name, T, P, heads, rope, budget in cfg.cells():
+        arms = {"softmax": {"kind": "softmax"}, "lucid": {"kind": "lucid"}}
+        if name in cfg.mqar_variant_cells:
+            arms |= {f"lucid, {v}": {"kind": "lucid", **kw} for v, kw in VARIANTS.items()}
+        for arm, kw in arms.items():
+            for s in range(cfg.mqar_seeds):
+                jobs.append(
+                    {
+                        "task": "mqar",
+                        "cell": name,
+                        "arm": arm,
+                        "args": (kw["kind"], T, P, budget, cfg.seed + s),
+                        "kwargs": common
+                        | {k: v for k, v in kw.items() if k != "kind"}
+                        | {
+                            "vocab": cfg.mqar_vocab,
+                            "heads": heads,
+                            "batch": cfg.mqar_batch,
+                            "rope_base": cfg.rope_base if rope else None,
+                        },
+                    }
+                )
+    for T in cfg.needle_seq_lens:
+        for kind in KINDS:
+            for s in range(cfg.needle_seeds):
+                jobs.append(
+                    {
+                        "task": "needle",
+                        "cell": f"T={T} needles={cfg.needle_count}",
+                        "arm": kind,
+                        "args": (kind, T, cfg.needle_count, cfg.needle_steps, cfg.seed + s),
+                        "kwargs": common
+                        | {
+                            "task": "needle",
+                            "vocab": cfg.needle_vocab,
+                            "heads": 1,
+                            "batch": cfg.needle_batch,
+                            "rope_base": cfg.rope_base,
+                        },
+                    }
+                )
+    return jobs
 
 
-# --- the verdict: a pure function of the measurements, one row per claim ---
+def _run_job(job: dict, device: str) -> dict:
+    torch.set_num_threads(1)
+    r = train_mqar(*job["args"], **job["kwargs"], device=device)
+    stats = r.preconditioner
+    first = [s for s in stats if s["step"] == stats[0]["step"]] if stats else []
+    last = [s for s in stats if s["step"] == stats[-1]["step"]] if stats else []
+    return {
+        "steps": r.steps_to_solve,
+        "final accuracy": round(r.final_accuracy, 4),
+        "curve": r.curve,
+        "preconditioner, first evaluation": first,
+        "preconditioner, last evaluation": last,
+        "device": r.device,
+    }
+
+
+def _run_jobs(cfg: DemoConfig, jobs: list[dict]) -> list[dict]:
+    bar = tqdm(total=len(jobs), desc="training runs", unit="run")
+    workers = cfg.workers or os.cpu_count() or 1
+    if workers == 1:
+        runs = []
+        for job in jobs:
+            runs.append(_run_job(job, cfg.device))
+            bar.update()
+        bar.close()
+        return runs
+    runs: list = [None] * len(jobs)
+    # spawn: a fresh interpreter per worker (fork after torch's thread pools is unsafe)
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(_run_job, job, cfg.device): i for i, job in enumerate(jobs)}
+        for f in as_completed(futures):
+            runs[futures[f]] = f.result()
+            bar.update()
+    bar.close()
+    return runs
+
+
+def _summary(runs: list[dict], budget: int) -> dict:
+    steps = [r["steps"] for r in runs]
+    filled = [budget if s is None else s for s in steps]
+    summary = {
+        "budget": budget,
+        "solved": sum(s is not None for s in steps),
+        MEDIAN: statistics.median(filled),
+        MEAN: statistics.mean(filled),
+        "steps per seed": steps,
+        "final accuracy per seed": [r["final accuracy"] for r in runs],
+    }
+    for when in ("first evaluation", "last evaluation"):
+        rows = [row for r in runs for row in r[f"preconditioner, {when}"]]
+        if rows:  # LUCID arms: each statistic averaged over seeds and layers
+            names = [k for k in rows[0] if k not in ("step", "layer")]
+            summary[f"preconditioner, {when}"] = {
+                n: round(statistics.mean(row[n] for row in rows), 4) for n in names
+            }
+    return summary
+
+
+# --- the verdict: a pure function of the measurements, one row per claim and setting ---
 
 
 def verdict(results: dict) -> tuple[list[dict], str]:
-    """(one claim row per claim of the paper, the package verdict that summarises them)."""
+    """(one claim row per claim of the paper and setting, the package verdict over them)."""
     claims = [
-        _probe_claim(results["probe"]),
-        *(_mqar_claim(s, r, results["mqar budget"]) for s, r in results["mqar"].items()),
+        _probe_claim(results["probe"], results["probe sweep"]),
+        *(
+            _recall_claim(
+                "LUCID learns multi-query associative recall in fewer steps than softmax",
+                f"MQAR {cell}",
+                arms,
+            )
+            for cell, arms in results["mqar"].items()
+        ),
+        *(
+            _recall_claim(
+                "LUCID learns long-context multi-needle retrieval faster than softmax",
+                f"needles {cell}",
+                arms,
+            )
+            for cell, arms in results["needle"].items()
+        ),
         _lm_claim(results["char LM"]),
     ]
     return claims, summarise([c["verdict"] for c in claims])
 
 
-def _probe_claim(probe: dict) -> dict:
+def _probe_claim(probe: dict, sweep: dict) -> dict:
     sizes = probe["cluster sizes"]
     i = sizes.index(max(sizes))
-    lucid = probe["LUCID"][i]
-    softmax = {name: probe[name][i] for name in SOFTMAX_PROBES}
-    held = all(lucid >= v + PROBE_MARGIN for v in softmax.values())
+    points = sweep["points"]
+    wins = [p for p in points if all(p["LUCID"] >= p[n] + PROBE_MARGIN for n in SOFTMAX_PROBES)]
+    verdict_ = "reproduced" if len(wins) == len(points) else "partly" if wins else "not reproduced"
+    losses = [
+        f"key noise {p['key noise']:g} / query noise {p['query noise']:g}: LUCID "
+        f"{p['LUCID']:.2f} vs softmax {max(p[n] for n in SOFTMAX_PROBES):.2f}"
+        for p in points
+        if p not in wins
+    ]
     return claim_row(
         "LUCID singles out the queried key among many similar ones (correlated-keys probe)",
-        "reproduced" if held else "not reproduced",
+        verdict_,
         f"cosine to the queried value, cluster of {sizes[i]} keys, {probe['trials']} problems: "
-        f"LUCID {lucid:.3f} vs softmax T=1 {softmax['softmax (T=1)']:.3f}, "
-        f"T=0.5 {softmax['softmax (T=0.5)']:.3f} (rule: LUCID >= both + {PROBE_MARGIN})",
+        f"LUCID {probe['LUCID'][i]:.3f} vs softmax T=1 {probe['softmax (T=1)'][i]:.3f}, "
+        f"T=0.5 {probe['softmax (T=0.5)'][i]:.3f}; noise sweep: LUCID ahead by >= "
+        f"{PROBE_MARGIN} at {len(wins)}/{len(points)} points"
+        + (f" (not at {'; '.join(losses)})" if losses else "")
+        + " (rule: at every sweep point LUCID >= both softmax temperatures + "
+        f"{PROBE_MARGIN})",
     )
 
 
-def _mqar_claim(setting: str, runs: dict, budget: int) -> dict:
-    lucid, softmax = runs["lucid"], runs["softmax"]
-    faster = lucid["solved"] > softmax["solved"] or (
-        lucid["solved"] == softmax["solved"] > 0 and lucid[MEDIAN] < softmax[MEDIAN]
+def bootstrap_difference(a: list[float], b: list[float], seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of mean(a) - mean(b), the two samples resampled
+    independently (``BOOTSTRAP`` times, a fixed stream: the verdict stays a pure function)."""
+    rng = random.Random(seed)
+    diffs = sorted(
+        statistics.mean(rng.choices(a, k=len(a))) - statistics.mean(rng.choices(b, k=len(b)))
+        for _ in range(BOOTSTRAP)
     )
+    return diffs[int(0.025 * BOOTSTRAP)], diffs[int(0.975 * BOOTSTRAP) - 1]
+
+
+def _recall_claim(claim: str, setting: str, arms: dict) -> dict:
+    lucid, softmax = arms["lucid"], arms["softmax"]
+    budget = lucid["budget"]
     n = len(lucid["steps per seed"])
-    steps = {
-        k: _mean_std([budget if s is None else s for s in r["steps per seed"]])
-        for k, r in runs.items()
-    }
+    solved = f"seeds solved LUCID {lucid['solved']}/{n} vs softmax {softmax['solved']}/{n}"
+    if lucid["solved"] or softmax["solved"]:
+        a = [budget if s is None else s for s in lucid["steps per seed"]]
+        b = [budget if s is None else s for s in softmax["steps per seed"]]
+        lo, hi = bootstrap_difference(a, b)
+        what, fmt = f"mean steps to solve (unsolved = budget {budget})", ".0f"
+        better, worse = hi < 0, lo > 0
+    else:
+        a, b = lucid["final accuracy per seed"], softmax["final accuracy per seed"]
+        lo, hi = bootstrap_difference(a, b)
+        what, fmt = f"final accuracy after the {budget}-step budget", ".3f"
+        better, worse = lo > 0, hi < 0
+    if better:
+        verdict_, outcome = "reproduced", "LUCID faster"
+    elif worse:
+        verdict_, outcome = "not reproduced", "LUCID slower"
+    elif lucid["solved"] or softmax["solved"]:
+        verdict_, outcome = "not reproduced", "a tie"
+    else:
+        verdict_, outcome = "untestable here", "neither attention learned within the budget"
     return claim_row(
-        f"LUCID learns multi-query associative recall in fewer steps than softmax (MQAR {setting})",
-        "reproduced" if faster else "not reproduced",
-        f"seeds solved LUCID {lucid['solved']}/{n} vs softmax {softmax['solved']}/{n}; steps to "
-        f"solve (unsolved = budget {budget}) median {lucid[MEDIAN]:g} vs {softmax[MEDIAN]:g}, "
-        f"mean {steps['lucid']} vs {steps['softmax']} (rule: more seeds solved, or as many "
-        "(> 0) in fewer median steps)",
+        f"{claim} ({setting})",
+        verdict_,
+        f"{solved}; {what} LUCID {_mean_std(a, fmt)} vs softmax {_mean_std(b, fmt)}, difference "
+        f"{statistics.mean(a) - statistics.mean(b):+{fmt}} [95% bootstrap {lo:+{fmt}}, "
+        f"{hi:+{fmt}}]: {outcome} (rule: interval below 0 in steps, or above 0 in accuracy "
+        "when no seed solves)",
     )
 
 
@@ -260,38 +513,47 @@ def _mean_std(xs: list[float], fmt: str = ".0f") -> str:
 
 
 def run_demo(cfg: DemoConfig) -> dict:
-    """Run the three experiments; write results.json and lucid.png; return the results."""
+    """Run the experiments; write results.json and lucid.png; return the results."""
     cfg.validate()
     asked, cfg = cfg, replace(cfg.resolved(), device=resolve_device(cfg.device))
     out = cfg.out or Path("runs") / "lucid" / datetime.now().strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     measured = experiment(cfg)
+    seconds = round(time.perf_counter() - start, 2)
+    # the raw measurements first: a verdict or plotting error never costs the runs
+    _write_json(out / "measurements.json", {**measured, "seconds": seconds})
+    return finish_demo(cfg, asked, measured, seconds, out)
+
+
+def finish_demo(cfg: DemoConfig, asked: DemoConfig, measured: dict, seconds: float, out: Path):
+    """Verdict, results.json, figure and table from the measurements of ``experiment``."""
     claims, summary = verdict(measured)
     if cfg.quick:
         claims, summary = as_smoke(claims)
     results = {
         "package": PACKAGE,
         "version": package_version(PACKAGE, __file__),
-        "experiment": "correlated-keys probe; MQAR steps-to-solve "
-        f"({cfg.mqar_seeds} seeds, budget {cfg.mqar_steps}); "
-        f"pydoc character LM ({cfg.lm_steps} steps)",
+        "experiment": "correlated-keys probe with a noise sweep; MQAR steps-to-solve over "
+        f"{len(cfg.cells())} cells ({cfg.mqar_seeds} seeds, budgets {cfg.mqar_steps}) with "
+        f"preconditioner variants; multi-needle retrieval ({cfg.needle_seeds} seeds, budget "
+        f"{cfg.needle_steps}); pydoc character LM ({cfg.lm_steps} steps)",
         "claim": "LUCID lets a query single out one key among many similar ones (better "
-        "associative recall) without hurting ordinary language-model loss",
-        "headline": _headline(measured),
+        "associative and long-context recall) without hurting ordinary language-model loss",
+        "headline": _headline(claims),
         "claims": claims,
         "metrics": _metrics(measured),
         "verdict": summary,
         "quick": cfg.quick,
-        "seconds": round(time.perf_counter() - start, 2),
+        "seconds": seconds,
         "config": {
             **json.loads(json.dumps(asdict(cfg), default=str)),
-            "command": demo_command(PACKAGE, asked),
+            "command": demo_command(PACKAGE, asked, skip=("out", "workers")),
         },
         "seed": cfg.seed,
         "device": measured["device"],
         "torch": torch.__version__,
-        **{k: measured[k] for k in ("probe", "mqar", "mqar budget", "char LM")},
+        **{k: v for k, v in measured.items() if k != "device"},
     }
     write_results(out / "results.json", results)
     from icml26.lucid.plots import plot_demo
@@ -301,19 +563,20 @@ def run_demo(cfg: DemoConfig) -> dict:
     return results
 
 
-def _headline(m: dict) -> str:
-    probe = m["probe"]
-    i = probe["cluster sizes"].index(max(probe["cluster sizes"]))
-    lm = {k: statistics.mean(r["held-out loss"] for r in runs) for k, runs in m["char LM"].items()}
-    mqar = "; ".join(
-        f"MQAR {s}: seeds solved LUCID {r['lucid']['solved']}/{len(r['lucid']['steps per seed'])}"
-        f" vs softmax {r['softmax']['solved']}/{len(r['softmax']['steps per seed'])}"
-        for s, r in m["mqar"].items()
-    )
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
+    tmp.replace(path)
+
+
+def _headline(claims: list[dict]) -> str:
+    counts: dict[str, int] = {}
+    for c in claims[1:-1]:
+        counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+    recall = ", ".join(f"{v} {k}" for k, v in counts.items())
     return (
-        f"probe (cluster of {probe['cluster sizes'][i]}): cosine LUCID {probe['LUCID'][i]:.2f} vs "
-        f"softmax {probe['softmax (T=1)'][i]:.2f}; {mqar}; char LM loss LUCID {lm['lucid']:.3f} "
-        f"vs softmax {lm['softmax']:.3f} nats/char"
+        f"probe: {claims[0]['verdict']}; recall settings ({len(claims) - 2}): {recall}; "
+        f"char LM: {claims[-1]['verdict']}"
     )
 
 
@@ -325,9 +588,10 @@ def _metrics(m: dict) -> dict:
             f"probe cosine, cluster {c}": round(v, 4)
             for c, v in zip(sizes, probe[probe_name], strict=True)
         }
-        for setting, per_kind in m["mqar"].items():
-            g[f"MQAR {setting} seeds solved"] = per_kind[kind]["solved"]
-            g[f"MQAR {setting} median steps"] = per_kind[kind][MEDIAN]
+        for task in ("mqar", "needle"):
+            for setting, per_arm in m[task].items():
+                g[f"{task} {setting} seeds solved"] = per_arm[kind]["solved"]
+                g[f"{task} {setting} mean steps"] = per_arm[kind][MEAN]
         losses = [r["held-out loss"] for r in m["char LM"][kind]]
         g["char LM held-out loss (nats/char)"] = round(statistics.mean(losses), 4)
         return g
@@ -348,16 +612,23 @@ def _print(results: dict, out: Path) -> None:
     print(f"{'':16s}" + "".join(f"{c:>8d}" for c in probe["cluster sizes"]))
     for name in (*SOFTMAX_PROBES, "LUCID"):
         print(f"{name:16s}" + "".join(f"{v:>8.3f}" for v in probe[name]))
-    print(
-        f"\nMQAR ({cfg['mqar_seeds']} seeds, budget {cfg['mqar_steps']} steps, "
-        f"solved = {cfg['mqar_threshold']:.0%} accuracy)"
-    )
-    for setting, per_kind in results["mqar"].items():
-        for kind, r in per_kind.items():
-            print(
-                f"{setting:16s} {kind:8s} solved {r['solved']}/{cfg['mqar_seeds']}  median steps "
-                f"{r[MEDIAN]}  per seed {r['steps per seed']}"
-            )
+    sweep = results["probe sweep"]
+    print(f"\nprobe noise sweep (cluster of {sweep['cluster size']})")
+    for p in sweep["points"]:
+        print(
+            f"  key noise {p['key noise']:<5g} query noise {p['query noise']:<5g} LUCID "
+            f"{p['LUCID']:.3f}  softmax T=1 {p['softmax (T=1)']:.3f}  T=0.5 "
+            f"{p['softmax (T=0.5)']:.3f}"
+        )
+    for task in ("mqar", "needle"):
+        print(f"\n{task} (solved = {cfg['mqar_threshold']:.0%} accuracy)")
+        for setting, per_arm in results[task].items():
+            for arm, r in per_arm.items():
+                n = len(r["steps per seed"])
+                print(
+                    f"  {setting:38s} {arm:28s} solved {r['solved']}/{n} in {r['budget']}  "
+                    f"mean steps {r[MEAN]:.0f}  per seed {r['steps per seed']}"
+                )
     print("\nclaims:")
     for c in results["claims"]:
         print(f"  {c['verdict']:<16s}{c['claim']}\n  {'':16s}{c['evidence']}")

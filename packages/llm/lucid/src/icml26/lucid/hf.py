@@ -6,26 +6,33 @@ interface (Llama, Qwen2, Mistral, SmolLM2, ...) runs LUCID for training and for 
 
     register_lucid()
     model = LlamaForCausalLM._from_config(config, attn_implementation="lucid")
+    model.generate(ids, attention_mask=mask, past_key_values=LucidDynamicCache())
 
-The function receives the layer's query (B, H, T_q, D) and the cache's full key and value
-(B, H_kv, T_k, D) after rotary embeddings, computes ``V' = L^{-1} V`` over all T_k keys with
-``icml26.kernels.lucid.lucid_solve``, and computes attention on (Q, K, V'): unmasked causal
-self-attention (training, unpadded prompts) through ``icml26.kernels.attention.softmax_attention``
-when its Triton kernel applies (CUDA), everything else through transformers' own SDPA path
-(masks, GQA and scaling as for ``"sdpa"``).
+The function receives the layer's query (B, H, T_q, D) and the cache's key and value after
+rotary embeddings, computes ``V' = L^{-1} V`` (``icml26.kernels.lucid.lucid_solve``) in fp32 and
+attention on (Q, K, V') with V' kept in fp32 (Q and K are upcast for it: a bf16 V' costs several
+times the error of bf16 attention itself on correlated keys). Unmasked causal self-attention
+(training, unpadded prompts) goes through ``icml26.kernels.attention.softmax_attention`` when its
+Triton kernel applies (CUDA), everything else through transformers' own SDPA path.
 
-The HF cache stores V, not V'. So that a decode step does not re-solve the whole prefix
-(O(T_k^2 d) per step), each attention module keeps, outside autograd only (inference), the K, V
-and V' of its previous call: when the new call's K and V start with exactly those rows (checked,
-O(T_k d)), only the new rows are solved (``lucid_append``, O(T_k d) per token); anything else
-(a new prompt, beam reordering, training) solves from scratch. The price is one extra reference
-to the previous step's K and V per layer while generating.
+Masks: L respects the attention mask. A key the mask hides from query i enters no row i of L
+(``masked_preconditioner``), so left-padded batches give the unpadded outputs at the real tokens
+and packed sequences (a block-diagonal mask, e.g. from ``position_ids`` restarting at 0) get one L
+per sequence.
 
-L has no padding mask: left-padded tokens enter the preconditioner of every later token, so batch
-generation must use right padding or no padding.
+Caches: ``LucidDynamicCache`` stores the rotated keys and V' (fp32) per layer. A decode step then
+solves only the new token's row: O(T d) per token, no host synchronisation, and one pass over the
+cache for both sums through the fused ``lucid_decode`` op (Triton on CUDA) when the step has no
+padding mask. With transformers' default ``DynamicCache`` (which stores V, not V') the module
+keeps its previous call's K, V and V' and, when the new K and V extend them (checked with
+``torch.equal``, a host synchronisation), solves only the new rows; with a padding mask it
+solves the whole prefix again. Use ``LucidDynamicCache`` for generation.
 """
 
 import torch
+from transformers.cache_utils import Cache, DynamicLayer
+
+from icml26.kernels.lucid import compute_dtype
 
 IMPLEMENTATION = "lucid"
 
@@ -59,7 +66,18 @@ def lucid_attention_forward(
             f"exceed the layer's sliding_window of {window}; set config.sliding_window = None "
             "(or keep sequences within the window)"
         )
-    vp = _preconditioned_values(module, key, value).to(value.dtype)
+    allowed = _allowed(attention_mask, query.shape[2], key.shape[2])
+    layer = getattr(key, "_lucid_layer", None)
+    if layer is not None and layer.keys is key:  # keys handed out by a LucidDynamicCache
+        out = layer.attend(query, key, value, allowed, scaling)
+        return out.transpose(1, 2).contiguous(), None
+    if allowed is None:
+        vp = _preconditioned_values(module, key, value)
+    else:
+        from icml26.lucid.attention import masked_lucid_solve
+
+        module._lucid_prefix = None
+        vp = masked_lucid_solve(key, value, _full_rows(allowed, key.shape[2]))
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     if (
         causal
@@ -71,12 +89,14 @@ def lucid_attention_forward(
         and kwargs.get("softcap") is None
         and select_backend(query, key, vp) is Backend.TRITON
     ):
-        out = softmax_attention(query, key, vp, causal=True, scale=scaling)
-        return out.transpose(1, 2).contiguous(), None  # (B, T, H, D), as transformers expects
-    return sdpa_attention_forward(
+        out = softmax_attention(
+            query.to(vp.dtype), key.to(vp.dtype), vp, causal=True, scale=scaling
+        )
+        return out.to(query.dtype).transpose(1, 2).contiguous(), None  # (B, T, H, D), as HF expects
+    out, weights = sdpa_attention_forward(
         module,
-        query,
-        key,
+        query.to(vp.dtype),
+        key.to(vp.dtype),
         vp,
         attention_mask,
         dropout=dropout,
@@ -84,6 +104,108 @@ def lucid_attention_forward(
         is_causal=is_causal,
         **kwargs,
     )
+    return out.to(query.dtype), weights
+
+
+def _allowed(attention_mask, q_len: int, k_len: int) -> torch.Tensor | None:
+    """The (B, 1, q_len, k_len) bool mask (True: may attend) of a transformers attention mask
+    (bool, or additive float with large negatives where hidden); None stays None."""
+    if attention_mask is None:
+        return None
+    m = attention_mask
+    if m.dtype != torch.bool:
+        m = m > torch.finfo(m.dtype).min / 2
+    return m[..., -q_len:, :k_len]
+
+
+def _full_rows(allowed: torch.Tensor, k_len: int) -> torch.Tensor:
+    """All k_len rows of a causal mask given its last q_len rows: with fewer queries than keys
+    (a decode step) the earlier rows are causal over the keys the last query may see (the
+    others are padding)."""
+    if allowed.shape[-2] == k_len:
+        return allowed
+    visible = allowed[..., -1:, :]  # (B, 1, 1, k_len)
+    causal = torch.ones(k_len, k_len, dtype=torch.bool, device=allowed.device).tril()
+    return causal & visible
+
+
+class LucidLayer(DynamicLayer):
+    """One layer of a ``LucidDynamicCache``: ``keys`` the rotated keys (the model's dtype),
+    ``values`` V' (fp32; fp64 for fp64 models), grown one call at a time.
+
+    ``update`` appends the keys and hands the new raw values to the attention function, which
+    solves their V' rows (``attend``): the cache is only meaningful with ``"lucid"`` attention.
+    """
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.device = key_states.device
+        B, H, _, D = key_states.shape
+        self.keys = key_states.new_empty(B, H, 0, D)
+        self.values = value_states.new_empty(B, H, 0, D, dtype=compute_dtype(value_states.dtype))
+        self.is_initialized = True
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        self.keys = torch.cat([self.keys, key_states], dim=-2)
+        # the attention function finds this layer through the keys it receives (no host sync)
+        self.keys._lucid_layer = self
+        return self.keys, value_states
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        v_new: torch.Tensor,
+        allowed: torch.Tensor | None,
+        scaling: float | None,
+    ) -> torch.Tensor:
+        """(B, H, n, D) attention output of the n new queries; appends their V' rows."""
+        import torch.nn.functional as F
+
+        from icml26.kernels.attention import expand_kv
+        from icml26.kernels.lucid import lucid_decode, lucid_solve
+        from icml26.lucid.attention import lucid_append, masked_lucid_solve
+
+        n = v_new.shape[2]
+        N = key.shape[2] - n
+        H = query.shape[1]
+        if n == 1 and N > 0 and allowed is None:
+            out, vp_t = lucid_decode(
+                query[:, :, 0], key[:, :, :N], self.values, key[:, :, N], v_new[:, :, 0], scaling
+            )
+            self.values = torch.cat([self.values, vp_t[:, :, None]], dim=2)
+            return out[:, :, None]
+        if N == 0:
+            vp_new = (
+                lucid_solve(key, v_new)
+                if allowed is None
+                else masked_lucid_solve(key, v_new, allowed)
+            )
+        else:
+            vp_new = lucid_append(key[:, :, :N], self.values, key[:, :, N:], v_new, allowed)
+        self.values = torch.cat([self.values, vp_new.to(self.values.dtype)], dim=2)
+        ct = self.values.dtype
+        if allowed is None and N:
+            allowed = torch.ones(n, N + n, dtype=torch.bool, device=key.device).tril(N)
+        out = F.scaled_dot_product_attention(
+            query.to(ct),
+            expand_kv(key, H).to(ct),
+            expand_kv(self.values, H),
+            attn_mask=allowed,
+            is_causal=allowed is None,
+            scale=scaling,
+        )
+        return out.to(query.dtype)
+
+
+class LucidDynamicCache(Cache):
+    """A transformers ``Cache`` for ``attn_implementation="lucid"``: per layer the rotated keys
+    and the preconditioned values V' (fp32), so each decode step solves one new row of L in
+    O(T d) with no host synchronisation. Pass it to ``generate`` as ``past_key_values``."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(layer_class_to_replicate=LucidLayer)
 
 
 def _preconditioned_values(module, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:

@@ -35,6 +35,11 @@ class TinyLMConfig:
     rope_base: float | None = None
     """Rotary position embeddings with this base in every attention layer (None: learned
     absolute position embeddings instead)."""
+    beta: float = 1.0
+    """Preconditioner strength of the LUCID layers (1: the published L; a diagnostic variant
+    otherwise, see ``icml26.lucid.attention``)."""
+    detach_preconditioner: bool = False
+    """Build L from detached keys (diagnostic variant)."""
 
 
 class Block(nn.Module):
@@ -42,7 +47,13 @@ class Block(nn.Module):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(cfg.dim), nn.LayerNorm(cfg.dim)
         self.attn = LucidAttention(
-            cfg.dim, cfg.heads, kind=cfg.kind, temperature=cfg.temperature, rope_base=cfg.rope_base
+            cfg.dim,
+            cfg.heads,
+            kind=cfg.kind,
+            temperature=cfg.temperature,
+            rope_base=cfg.rope_base,
+            beta=cfg.beta,
+            detach_preconditioner=cfg.detach_preconditioner,
         )
         self.mlp = nn.Sequential(
             nn.Linear(cfg.dim, 4 * cfg.dim), nn.GELU(), nn.Linear(4 * cfg.dim, cfg.dim)

@@ -1,4 +1,4 @@
-"""The demo's figure: probe cosines, MQAR accuracy per seed, LM loss."""
+"""The demo's figure: probe cosines and noise sweep, steps to solve per recall setting, LM loss."""
 
 from pathlib import Path
 
@@ -7,54 +7,74 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+COLORS = {"softmax": "tab:blue", "lucid": "tab:green"}
+
 
 def plot_demo(results: dict, path: Path) -> None:
-    """Three panels: (1) probe cosine vs cluster size; (2) MQAR accuracy per seed when the run
-    stopped, with the number solved; (3) character-LM held-out loss."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    """Five panels: (1) probe cosine vs cluster size; (2) the probe's noise sweep, LUCID minus
+    the better softmax; (3) steps to solve per seed in every MQAR cell (every arm, variants
+    included) and (4) in every needle setting; (5) character-LM held-out loss."""
+    fig = plt.figure(figsize=(16, 9))
+    grid = fig.add_gridspec(2, 6)
     probe = results["probe"]
-    sizes = probe["cluster sizes"]
-    ax = axes[0]
+    ax = fig.add_subplot(grid[0, 0:2])
     for name in ("softmax (T=1)", "softmax (T=0.5)", "LUCID"):
-        ax.plot(sizes, probe[name], marker="o", label=name)
+        ax.plot(probe["cluster sizes"], probe[name], marker="o", label=name)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("keys in the queried cluster")
     ax.set_ylabel("cosine(output, queried value)")
     ax.set_title("correlated-keys probe (no training)")
     ax.legend()
-    ax = axes[1]
-    cfg = results["config"]
-    settings = list(results["mqar"])
-    for j, kind in enumerate(("softmax", "lucid")):
-        color = "tab:blue" if kind == "softmax" else "tab:green"
-        for i, setting in enumerate(settings):
-            r = results["mqar"][setting][kind]
-            accs = r["final accuracy per seed"]
-            ax.scatter([i * 3 + j] * len(accs), accs, color=color, label=kind if i == 0 else None)
-            ax.annotate(
-                f"solved {r['solved']}/{len(accs)}",
-                (i * 3 + j, max(accs)),
-                textcoords="offset points",
-                xytext=(0, 6),
-                ha="center",
-                fontsize=8,
-            )
-    ax.axhline(cfg["mqar_threshold"], color="grey", lw=0.8, ls=":")
-    ax.set_xticks([i * 3 + 0.5 for i in range(len(settings))], settings)
-    ax.set_xlim(-1, 3 * len(settings) - 1)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("accuracy when stopped (solved or budget)")
-    ax.set_title(f"MQAR, {cfg['mqar_steps']}-step budget (dotted: the threshold)")
-    ax.legend()
-    ax = axes[2]
-    losses = {k: [r["held-out loss"] for r in v] for k, v in results["char LM"].items()}
-    ax.bar(
-        list(losses), [sum(v) / len(v) for v in losses.values()], color=["tab:blue", "tab:green"]
+
+    ax = fig.add_subplot(grid[0, 2:4])
+    points = results["probe sweep"]["points"]
+    kn = sorted({p["key noise"] for p in points})
+    qn = sorted({p["query noise"] for p in points})
+    gap = [[0.0] * len(qn) for _ in kn]
+    for p in points:
+        best = max(p["softmax (T=1)"], p["softmax (T=0.5)"])
+        gap[kn.index(p["key noise"])][qn.index(p["query noise"])] = p["LUCID"] - best
+    im = ax.imshow(gap, cmap="RdBu", vmin=-1, vmax=1, aspect="auto", origin="lower")
+    for i in range(len(kn)):
+        for j in range(len(qn)):
+            ax.text(j, i, f"{gap[i][j]:+.2f}", ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(qn)), [f"{q:g}" for q in qn])
+    ax.set_yticks(range(len(kn)), [f"{k:g}" for k in kn])
+    ax.set_xlabel("query noise")
+    ax.set_ylabel("key noise")
+    ax.set_title(
+        f"probe sweep: LUCID - best softmax (cluster {results['probe sweep']['cluster size']})"
     )
+    fig.colorbar(im, ax=ax)
+
+    ax = fig.add_subplot(grid[0, 4:6])
+    losses = {k: [r["held-out loss"] for r in v] for k, v in results["char LM"].items()}
+    ax.bar(list(losses), [sum(v) / len(v) for v in losses.values()], color=list(COLORS.values()))
     ax.set_ylabel("held-out loss (nats / char)")
     ax.set_title("character LM on pydoc_data.topics")
+
+    for slot, task in ((grid[1, 0:4], "mqar"), (grid[1, 4:6], "needle")):
+        ax = fig.add_subplot(slot)
+        labels, x = [], 0
+        for setting, arms in results[task].items():
+            for arm, r in arms.items():
+                steps = [r["budget"] if s is None else s for s in r["steps per seed"]]
+                color = COLORS.get(arm, "tab:olive")
+                ax.scatter([x] * len(steps), steps, color=color, s=14)
+                ax.plot([x - 0.3, x + 0.3], [sum(steps) / len(steps)] * 2, color=color)
+                ax.plot([x - 0.4, x + 0.4], [r["budget"]] * 2, color="grey", lw=0.8, ls=":")
+                labels.append(f"{setting} | {arm}")
+                x += 1
+            x += 0.5
+        positions, x = [], 0
+        for arms in results[task].values():
+            positions += [x + i for i in range(len(arms))]
+            x += len(arms) + 0.5
+        ax.set_xticks(positions, labels, rotation=90, fontsize=6)
+        ax.set_ylabel("steps to solve (dotted: budget, unsolved)")
+        ax.set_title(f"{task}: steps to solve per seed (bar: mean)")
     fig.tight_layout()
     tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=110)
+    fig.savefig(tmp, dpi=100)
     plt.close(fig)
     tmp.replace(path)

@@ -5,6 +5,11 @@ MQAR (Zoology, Arora et al. 2023), with filler: a sequence lists ``pairs`` key-v
 a random position; at each reappearance the target is that key's value. Keys and values come from
 disjoint halves of the vocabulary; token 0 is the filler.
 
+Multi-needle retrieval (long context): ``needles`` key-value pairs are hidden at random places in
+a haystack of random distractor tokens; the sequence ends with every needle's key once, in random
+order, and the target at each is that key's value. Keys, values and distractors come from
+disjoint parts of the vocabulary, so the task is retrieval across the whole context, not parsing.
+
 Correlated-keys probe (no training): keys are ``c`` members of a cluster (a centre plus small
 noise) among other clusters, values are random; the query is one member. Standard softmax returns
 a blend of the cluster's values; LUCID's preconditioner removes the shared part.
@@ -50,6 +55,42 @@ def mqar_batch(
         order = torch.randperm(pairs, generator=generator)
         tokens[b, pos] = keys[b, order]
         targets[b, pos] = values[b, order]
+    return tokens.to(device), targets.to(device)
+
+
+def needle_batch(
+    batch: int,
+    seq_len: int,
+    needles: int,
+    vocab: int,
+    generator: torch.Generator,
+    device: torch.device | str = "cpu",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tokens (B, T), targets (B, T) with -100 where nothing is asked) on ``device``, drawn on
+    the CPU with ``generator``.
+
+    Vocabulary: tokens ``1 .. K`` are keys and ``K + 1 .. 2K`` values with ``K = vocab // 4``;
+    ``2K + 1 .. vocab - 1`` are distractors (token 0 is unused). The needles sit at random
+    non-overlapping positions of the first ``T - needles`` tokens, the queries fill the end.
+    """
+    K = vocab // 4
+    if needles < 1 or needles > K or 3 * needles > seq_len or vocab - 1 - 2 * K < 2:
+        raise ValueError(
+            f"need 1 <= needles <= vocab // 4, 3 * needles <= seq_len and room for distractors; "
+            f"got needles={needles}, seq_len={seq_len}, vocab={vocab}"
+        )
+    body = seq_len - needles
+    tokens = torch.randint(2 * K + 1, vocab, (batch, seq_len), generator=generator)
+    targets = torch.full((batch, seq_len), -100, dtype=torch.long)
+    for b in range(batch):
+        keys = torch.randperm(K, generator=generator)[:needles] + 1
+        values = torch.randint(K + 1, 2 * K + 1, (needles,), generator=generator)
+        # needle i takes slots 2s, 2s + 1 for a distinct s: pairs never overlap
+        slots = torch.randperm(body // 2, generator=generator)[:needles] * 2
+        tokens[b, slots], tokens[b, slots + 1] = keys, values
+        order = torch.randperm(needles, generator=generator)
+        tokens[b, body:] = keys[order]
+        targets[b, body:] = values[order]
     return tokens.to(device), targets.to(device)
 
 

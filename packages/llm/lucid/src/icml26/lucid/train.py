@@ -1,4 +1,5 @@
-"""Training loops for the demo: MQAR steps-to-solve and a character LM on Python's docs.
+"""Training loops for the demo: MQAR and multi-needle steps-to-solve, a character LM on Python's
+docs.
 
 Both run unchanged under ``torchrun``: with a process group initialised, the model is wrapped in
 DistributedDataParallel and each rank draws its own batches (seed + rank).
@@ -6,7 +7,7 @@ DistributedDataParallel and each rank draws its own batches (seed + rank).
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
@@ -14,13 +15,17 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
+from icml26.lucid.attention import LucidAttention, preconditioner_statistics
 from icml26.lucid.model import TinyLM, TinyLMConfig
-from icml26.lucid.tasks import char_tokens, mqar_batch, pydoc_text
+from icml26.lucid.tasks import char_tokens, mqar_batch, needle_batch, pydoc_text
+
+TASKS = {"mqar": mqar_batch, "needle": needle_batch}
+"""Recall tasks of ``train_mqar``: name -> batch maker (batch, T, pairs, vocab, gen, device)."""
 
 
 @dataclass(frozen=True)
 class MQARRun:
-    """The outcome of one MQAR training run."""
+    """The outcome of one recall (MQAR or multi-needle) training run."""
 
     steps_to_solve: int | None
     """First evaluation step with accuracy >= the threshold (None: not within the budget)."""
@@ -30,6 +35,9 @@ class MQARRun:
     """(step, evaluation accuracy)."""
     device: str
     """The torch device the model trained on."""
+    preconditioner: list[dict] = field(default_factory=list)
+    """LUCID runs: at each evaluation, ``preconditioner_statistics`` of every layer on the
+    evaluation batch's first sequences, as {"step", "layer", statistic: value}."""
 
 
 def _rank_world() -> tuple[int, int]:
@@ -74,11 +82,18 @@ def train_mqar(
     eval_every: int = 25,
     threshold: float = 0.99,
     rope_base: float | None = None,
+    task: str = "mqar",
+    beta: float = 1.0,
+    detach_preconditioner: bool = False,
     device: torch.device | str = "cpu",
     progress: bool = False,
 ) -> MQARRun:
-    """Train a fresh ``TinyLM`` (attention ``kind``) on MQAR on ``device``; stop once it is
-    solved."""
+    """Train a fresh ``TinyLM`` (attention ``kind``) on a recall ``task`` ("mqar", or "needle"
+    with ``pairs`` needles) on ``device``; stop once it is solved. ``beta`` and
+    ``detach_preconditioner`` pick a diagnostic variant of LUCID's preconditioner."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}")
+    make_batch = TASKS[task]
     rank, world = _rank_world()
     model, wrapped, opt = _fresh_model(
         seed,
@@ -91,21 +106,24 @@ def train_mqar(
         heads=heads,
         kind=kind,
         rope_base=rope_base,
+        beta=beta,
+        detach_preconditioner=detach_preconditioner,
     )
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
     data_gen = torch.Generator().manual_seed(seed * 1000 + 1 + rank)
-    eval_x, eval_y = mqar_batch(
+    eval_x, eval_y = make_batch(
         256, seq_len, pairs, vocab, torch.Generator().manual_seed(10_000 + seed), device
     )
     curve: list[tuple[int, float]] = []
+    stats: list[dict] = []
     solved_at = None
     for step in tqdm(
         range(1, steps + 1),
-        desc=f"MQAR {kind} T={seq_len} P={pairs} seed {seed}",
+        desc=f"{task} {kind} T={seq_len} P={pairs} seed {seed}",
         disable=not progress,
         leave=False,
     ):
-        x, y = mqar_batch(batch // world, seq_len, pairs, vocab, data_gen, device)
+        x, y = make_batch(batch // world, seq_len, pairs, vocab, data_gen, device)
         loss = F.cross_entropy(wrapped(x).flatten(0, 1), y.flatten(), ignore_index=-100)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -115,11 +133,31 @@ def train_mqar(
         if step % eval_every == 0 or step == steps:
             acc = mqar_accuracy(model, eval_x, eval_y)
             curve.append((step, acc))
+            if kind == "lucid":
+                stats += _preconditioner_log(model, eval_x[:16], step, beta)
             if acc >= threshold:
                 solved_at = step
                 break
     device = str(next(model.parameters()).device)
-    return MQARRun(solved_at, curve[-1][1], curve, device)
+    return MQARRun(solved_at, curve[-1][1], curve, device, stats)
+
+
+@torch.no_grad()
+def _preconditioner_log(model: TinyLM, x: torch.Tensor, step: int, beta: float) -> list[dict]:
+    layers = [m for m in model.modules() if isinstance(m, LucidAttention)]
+    for m in layers:
+        m.record = True
+    model.eval()
+    model(x)
+    model.train()
+    rows = []
+    for i, m in enumerate(layers):
+        m.record = False
+        k, v = m.recorded
+        m.recorded = None
+        stats = preconditioner_statistics(k, v, beta)
+        rows.append({"step": step, "layer": i, **{n: round(v, 4) for n, v in stats.items()}})
+    return rows
 
 
 @torch.no_grad()
