@@ -15,6 +15,7 @@ from icml26.kernels.lucid import (
     lucid_decode_reference,
     lucid_preconditioner,
     lucid_solve,
+    lucid_solve_backward_reference,
     lucid_solve_reference,
 )
 from icml26.testing import assert_close
@@ -140,6 +141,40 @@ def test_bad_inputs(change, error, match):
 needs_triton = pytest.mark.skipif(not triton_available(), reason="Triton is not installed")
 
 
+def test_closed_form_backward_equals_autograd():
+    # the torch.library op's backward cannot call autograd: its closed form must be autograd's
+    _, k, v = qkv(T=13, D=8, similar=0.5)
+    k, v = k.requires_grad_(), v.requires_grad_()
+    vp = lucid_solve_reference(k, v)
+    g = torch.randn(vp.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    dk, dv = torch.autograd.grad(vp, (k, v), g)
+    dk2, dv2 = lucid_solve_backward_reference(k.detach(), vp.detach(), g)
+    assert_close(dv2, dv, atol=1e-12, rtol=1e-10)
+    assert_close(dk2, dk, atol=1e-12, rtol=1e-10)
+
+
+def test_the_torch_library_ops_pass_opcheck():
+    _, k, v = qkv(B=1, Hkv=2, T=7, D=8, dtype=torch.float32)
+    torch.library.opcheck(torch.ops.icml26.lucid_solve, (k.requires_grad_(), v.requires_grad_()))
+    q, kc, vc = qkv(B=1, H=4, Hkv=2, T=5, D=8, dtype=torch.float32)
+    args = (q[:, :, 0], kc[:, :, :4], vc[:, :, :4], kc[:, :, 4], vc[:, :, 4], 0.3)
+    torch.library.opcheck(torch.ops.icml26.lucid_decode, args)
+
+
+def test_compiled_lucid_attention_equals_eager_without_graph_breaks():
+    q, k, v = (t.requires_grad_() for t in qkv(T=11, D=8, dtype=torch.float32, similar=0.5))
+    compiled = torch.compile(lucid_attention, fullgraph=True)  # a graph break is an error
+    w = torch.randn(q.shape, generator=torch.Generator().manual_seed(3))
+    outs, grads = [], []
+    for fn in (lucid_attention, compiled):
+        out = fn(q, k, v)
+        outs.append(out)
+        grads.append(torch.autograd.grad((out * w).sum(), (q, k, v)))
+    assert_close(outs[1], outs[0], atol=1e-5, rtol=1e-5)
+    for g_compiled, g_eager in zip(grads[1], grads[0], strict=True):
+        assert_close(g_compiled, g_eager, atol=1e-5, rtol=1e-5)
+
+
 @needs_triton
 @pytest.mark.parametrize("T", [1, 17, 40, 70])  # 1 to 5 blocks of 16, 1 to 3 panels
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
@@ -161,6 +196,23 @@ def test_triton_solve_matches_the_reference_forward_and_backward(monkeypatch, T,
     (ref * w).sum().backward()
     assert_close(v1.grad.double(), v2.grad, atol=10 * atol, rtol=10 * rtol)
     assert_close(k1.grad.double(), k2.grad, atol=10 * atol, rtol=10 * rtol)
+
+
+@needs_triton
+def test_triton_closed_form_backward_matches_the_reference(monkeypatch):
+    # what the torch.library op's backward runs on CUDA
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    lucid_solve.triton()  # turns the interpreter on before the kernels' module is imported
+    from icml26.kernels._triton_lucid import lucid_solve_backward_triton
+
+    _, k, v = qkv(B=1, Hkv=2, T=21, D=8, similar=0.5, seed=4)
+    vp = lucid_solve_reference(k, v)
+    g = torch.randn(vp.shape, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    dk_ref, dv_ref = lucid_solve_backward_reference(k, vp, g)
+    dk, dv = lucid_solve_backward_triton(k.float(), vp.float(), g.float())
+    assert_close(dv.double(), dv_ref, atol=1e-4, rtol=1e-4)
+    assert_close(dk.double(), dk_ref, atol=1e-4, rtol=1e-4)
 
 
 @needs_triton

@@ -420,6 +420,26 @@ class _LucidSolve(torch.autograd.Function):
         return grad_k, grad_v.view(B, H, T, dv).to(ctx.dtypes[1])
 
 
+def lucid_solve_backward_triton(
+    k: torch.Tensor, vp: torch.Tensor, grad_vp: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dK, dV) of ``V' = L^{-1} V`` given the forward's output ``vp``, by the same kernels as
+    ``_LucidSolve.backward`` (the diagonal inverses recomputed): for the torch.library op, whose
+    backward cannot call autograd."""
+    B, H, T, dk = k.shape
+    dv = vp.shape[-1]
+    norm = k.float().norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    u = (k.float() / norm).reshape(B * H, T, dk).contiguous()
+    dinv = _diagonal_inverses(u, _block_size(T), math.sqrt(dk)).contiguous()
+    g = grad_vp.float().reshape(B * H, T, dv).contiguous()
+    grad_v = _substitute(u, g, dinv.transpose(-1, -2).contiguous(), reverse=True)
+    x = vp.float().reshape(B * H, T, dv).contiguous()
+    grad_u = _key_grad(u, grad_v, x, _block_size(T)).view(B, H, T, dk)
+    uu = u.view(B, H, T, dk)
+    grad_k = (grad_u - (grad_u * uu).sum(-1, keepdim=True) * uu) / norm
+    return grad_k.to(k.dtype), grad_v.view(B, H, T, dv)
+
+
 def lucid_solve_triton(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """``V' = L^{-1} V`` through the Triton substitution kernel; (B, H_kv, T, D) fp32."""
     check_lucid_inputs(None, k, v)

@@ -99,6 +99,9 @@ class KernelOp:
         default_factory=lambda: dict(DEFAULT_TOLERANCES)
     )
     last_backend: Backend | None = field(default=None, repr=False)
+    compiled: Callable[..., Any] | None = field(default=None, repr=False)
+    """What a call runs under ``torch.compile``: a ``torch.library`` custom op that dispatches
+    at run time (opaque to the compiler), or None for the reference, which the compiler traces."""
 
     def triton(self) -> Callable[..., Any]:
         """The Triton implementation, imported on first use (after the interpreter is set)."""
@@ -113,6 +116,9 @@ class KernelOp:
         return self.tolerances.get(dtype, DEFAULT_TOLERANCES[torch.float32])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_compiling():
+            # no backend choice (env reads, last_backend) inside a traced graph
+            return (self.compiled or self.reference)(*args, **kwargs)
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
         backend = select_backend(*tensors, op=self.name)
         self.last_backend = backend

@@ -12,7 +12,9 @@ from icml26.lucid import (
     TinyLMConfig,
     apply_rope,
     lucid_append,
+    lucid_attention,
     lucid_attention_reference,
+    lucid_preconditioner,
     lucid_solve_reference,
 )
 from icml26.testing import assert_close, run_distributed
@@ -139,3 +141,120 @@ def _ddp_mqar():
 def test_mqar_training_runs_under_two_gloo_ranks():
     curves = run_distributed(_ddp_mqar, world_size=2)
     assert curves[0] == curves[1] and len(curves[0]) == 2
+
+
+def _layer(**kw):
+    torch.manual_seed(0)
+    return LucidAttention(32, 4, 2, rope_base=1e4, **kw).double()
+
+
+def test_left_padding_gives_the_unpadded_outputs_with_and_without_a_cache():
+    layer = _layer()
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(1, 7, 32, generator=g, dtype=torch.float64)
+    pad = torch.cat([torch.randn(1, 3, 32, generator=g, dtype=torch.float64), x], 1)
+    mask = torch.tensor([[False] * 3 + [True] * 7])
+    alone = layer(x)
+    assert_close(layer(pad, attention_mask=mask)[:, 3:], alone, atol=1e-12, rtol=1e-10)
+    # ...and the padding stays out of L when decoding after a padded prompt
+    z = torch.randn(1, 2, 32, generator=g, dtype=torch.float64)
+    full = layer(torch.cat([x, z], 1))
+    cache = LucidCache()
+    layer(pad, cache, attention_mask=mask)
+    steps = torch.cat([layer(z[:, :1], cache), layer(z[:, 1:], cache)], 1)
+    assert_close(steps, full[:, 7:], atol=1e-12, rtol=1e-10)
+    # without the mask the padding enters L (and the softmax): other outputs
+    assert not torch.allclose(layer(pad)[:, 3:], alone, atol=1e-3)
+
+
+def test_packed_sequences_each_get_their_own_preconditioner():
+    layer = _layer()
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(1, 6, 32, generator=g, dtype=torch.float64)
+    b = torch.randn(1, 4, 32, generator=g, dtype=torch.float64)
+    both = layer(torch.cat([a, b], 1), cu_seqlens=torch.tensor([0, 6, 10]))
+    assert_close(both[:, :6], layer(a), atol=1e-12, rtol=1e-10)
+    assert_close(both[:, 6:], layer(b), atol=1e-12, rtol=1e-10)
+    with pytest.raises(ValueError, match="end at the packed length 10"):
+        layer(torch.cat([a, b], 1), cu_seqlens=torch.tensor([0, 6, 9]))
+    with pytest.raises(ValueError, match=r"x must be \(1, T, dim\)"):
+        layer(torch.cat([a, a], 0), cu_seqlens=torch.tensor([0, 6]))
+
+
+def test_preconditioner_variants():
+    from icml26.lucid.attention import preconditioner_statistics, variant_preconditioner
+
+    g = torch.Generator().manual_seed(3)
+    k = torch.randn(1, 1, 6, 8, generator=g, dtype=torch.float64)
+    # beta = 1 is LUCID's L; a large beta leaves the identity (LUCID -> softmax)
+    assert_close(variant_preconditioner(k, 1.0), lucid_preconditioner(k), atol=0, rtol=0)
+    eye = torch.eye(6, dtype=torch.float64)
+    assert (variant_preconditioner(k, 1e3) - eye).abs().max() < 1e-6
+    stats = preconditioner_statistics(k, torch.randn(1, 1, 6, 8, generator=g, dtype=torch.float64))
+    assert stats["L row sum"] > 1 and stats["median cond(L)"] >= 1
+    # L from detached keys: no gradient reaches the keys through L, only through the logits
+    x = torch.randn(1, 6, 32, generator=g, dtype=torch.float64)
+    grads = {}
+    for detach in (False, True):
+        layer = _layer(detach_preconditioner=detach)
+        layer(x).sum().backward()
+        grads[detach] = layer.k_proj.weight.grad
+    assert not torch.allclose(grads[False], grads[True])
+    with pytest.raises(ValueError, match="beta"):
+        LucidAttention(16, 2, beta=0.0)
+    with pytest.raises(ValueError, match="LUCID variants"):
+        LucidAttention(16, 2, kind="softmax", beta=2.0)
+    with pytest.raises(ValueError, match="for training"):
+        _layer(beta=2.0)(x, LucidCache())
+
+
+def test_preconditioned_values_stay_fp32_into_the_attention():
+    # bf16 inputs, against fp64 LUCID on the same (rounded) inputs: with V' in fp32 the output
+    # error is far below that of rounding V' to bf16 before the attention
+    from icml26.kernels.attention import softmax_attention
+
+    g = torch.Generator().manual_seed(4)
+    centre = torch.randn(1, 1, 1, 64, generator=g, dtype=torch.float64)
+    k = centre + 0.15 * torch.randn(1, 2, 256, 64, generator=g, dtype=torch.float64)
+    q = k.repeat_interleave(2, 1) + 0.1 * torch.randn(
+        1, 4, 256, 64, generator=g, dtype=torch.float64
+    )
+    v = torch.randn(1, 2, 256, 64, generator=g, dtype=torch.float64)
+    qb, kb, vb = q.bfloat16(), k.bfloat16(), v.bfloat16()
+    ref = lucid_attention_reference(qb.double(), kb.double(), vb.double())  # the same inputs
+
+    def median_rel(out):
+        return ((out.double() - ref).norm(dim=-1) / ref.norm(dim=-1)).median().item()
+
+    kept = median_rel(lucid_attention(qb, kb, vb))
+    rounded = median_rel(softmax_attention(qb, kb, lucid_solve_reference(kb, vb).bfloat16()))
+    assert kept < rounded / 2, (kept, rounded)
+
+
+def test_compiled_layer_equals_eager_without_graph_breaks():
+    torch.manual_seed(5)
+    layer = LucidAttention(32, 4, 2, rope_base=1e4)
+    compiled = torch.compile(layer, fullgraph=True)  # a graph break is an error
+    x = torch.randn(2, 9, 32, requires_grad=True)
+    eager_out, compiled_out = layer(x), compiled(x)
+    assert_close(compiled_out, eager_out, atol=1e-5, rtol=1e-5)
+    (g_eager,) = torch.autograd.grad(eager_out.square().sum(), x)
+    (g_compiled,) = torch.autograd.grad(compiled_out.square().sum(), x)
+    assert_close(g_compiled, g_eager, atol=1e-5, rtol=1e-5)
+
+
+def test_needle_batches():
+    from icml26.lucid.tasks import needle_batch
+
+    x, y = needle_batch(4, 40, 3, 32, torch.Generator().manual_seed(6))
+    K = 32 // 4
+    asked = y != -100
+    assert asked.sum(1).tolist() == [3] * 4 and asked[:, -3:].all()
+    for b in range(4):
+        for key, value in zip(x[b, -3:].tolist(), y[b, -3:].tolist(), strict=True):
+            assert 1 <= key <= K and K < value <= 2 * K
+            at = (x[b, :-3] == key).nonzero().flatten().tolist()
+            assert len(at) == 1 and x[b, at[0] + 1] == value  # one needle, its value next
+        assert (x[b, :-3] > 2 * K).sum() == 37 - 6  # the rest is distractors
+    with pytest.raises(ValueError, match="needles"):
+        needle_batch(1, 8, 3, 32, torch.Generator())

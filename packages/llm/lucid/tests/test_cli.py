@@ -14,18 +14,29 @@ def test_quick_demo_writes_valid_smoke_results(tmp_path):
     assert results["config"]["command"] == "icml26-lucid demo --quick --device cpu"
     assert results["device"] == "cpu"
     assert (tmp_path / "lucid.png").stat().st_size > 10_000
-    # One smoke row per claim: the probe, each MQAR setting, the character LM; the evidence is
-    # what verdict() makes of the measurements in the file.
+    # One smoke row per claim: the probe, each MQAR cell, each needle length, the character LM;
+    # the evidence is what verdict() makes of the measurements in the file.
     rows, _ = verdict(results)
     assert [c["claim"] for c in results["claims"]] == [r["claim"] for r in rows]
     assert [c["evidence"] for c in results["claims"]] == [r["evidence"] for r in rows]
-    assert {c["verdict"] for c in results["claims"]} == {"smoke"} and len(rows) == 3
+    assert {c["verdict"] for c in results["claims"]} == {"smoke"} and len(rows) == 4
 
 
 def test_bad_config_is_a_clear_error(tmp_path, capsys):
     assert (
         main(
-            ["demo", "--quick", "--mqar-seq-lens", "8", "--mqar-pairs", "4", "--out", str(tmp_path)]
+            [
+                "demo",
+                "--quick",
+                "--mqar-seq-lens",
+                "8",
+                "--mqar-pairs",
+                "4",
+                "--mqar-steps",
+                "10",
+                "--out",
+                str(tmp_path),
+            ]
         )
         == 2
     )

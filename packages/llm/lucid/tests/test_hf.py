@@ -232,14 +232,14 @@ def test_lucid_cache_decodes_with_the_fused_op_and_no_full_solve(monkeypatch):
 
 
 def test_packed_sequences_get_one_preconditioner_each():
-    # position_ids restarting at 0 mark packed sequences: transformers builds a block-diagonal
-    # mask, and L follows it, so each sequence's logits are those it gets alone
+    # position_ids restarting at 0 mark packed sequences (without a cache: training): transformers
+    # builds a block-diagonal mask, and L follows it, so each sequence gets its logits alone
     model = _model()
     g = torch.Generator().manual_seed(5)
     a, b = torch.randint(1, 64, (1, 6), generator=g), torch.randint(1, 64, (1, 5), generator=g)
     packed = torch.cat([a, b], 1)
     position_ids = torch.cat([torch.arange(6), torch.arange(5)])[None]
     with torch.no_grad():
-        both = model(packed, position_ids=position_ids).logits
+        both = model(packed, position_ids=position_ids, use_cache=False).logits
         assert_close(both[:, :6], model(a).logits, atol=1e-5, rtol=1e-5)
         assert_close(both[:, 6:], model(b).logits, atol=1e-5, rtol=1e-5)

@@ -10,4 +10,5 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 def test_readme_snippets_run(tmp_path):
     ns = run_readme_snippets(README, cwd=tmp_path)
     assert ns["out"].shape == (2, 10, 64)
-    assert ns["generated"].shape[1] == 8
+    assert ns["generated"].shape == (2, 8)
+    assert ns["padded"].shape == (2, 10, 64) and ns["packed"].shape == (1, 10, 64)

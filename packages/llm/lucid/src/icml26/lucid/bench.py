@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from icml26.kernels.attention import softmax_attention
-from icml26.kernels.lucid import lucid_attention, lucid_decode
+from icml26.kernels.lucid import lucid_attention, lucid_decode, lucid_solve
 
 try:
     from icml26.lucid._results import resolve_device
@@ -98,23 +98,26 @@ def _bench_one(cfg: BenchConfig, T: int, dtype: torch.dtype) -> dict:
     )
     # On CUDA, our flash-style attention kernel alone (on the CPU it is SDPA itself).
     t_a = _time(lambda: train_step(softmax_attention), cfg.repeats, cfg.device)[0] if cuda else None
-    # Decode: one new token against a cache of T - 1, the cache append included in both. LUCID:
-    # the fused decode op (one pass over the cache for v'_t and the attention; Triton on CUDA).
-    q1, k1, v1 = q[:, :, -1:], k[:, :, -1:], v[:, :, -1:]
-    kc, vc = k[:, :, :-1], v[:, :, :-1]
+    # Decode: one new token against a cache of T - 1 earlier tokens. Only the step is timed in
+    # either arm; the caches are built beforehand, and appending one row (O(d), the same in both)
+    # is left out. LUCID: the fused decode op (one pass over the cache computes v'_t and the
+    # attention; Triton on CUDA) on a V' cache kept in fp32, as LucidDynamicCache keeps it;
+    # softmax: SDPA on the full K and V caches, new token included.
+    q1, k1, v1 = q[:, :, -1], k[:, :, -1], v[:, :, -1]
+    kc = k[:, :, :-1].contiguous()
+    with torch.no_grad():
+        vpc = lucid_solve(kc, v[:, :, :-1])
+    k_full, v_full = k.contiguous(), v.contiguous()
+    k_rep, v_rep = (t.repeat_interleave(group, 1) for t in (k_full, v_full))
 
     def decode_lucid():
-        out, vp1 = lucid_decode(q1[:, :, 0], kc, vc, k1[:, :, 0], v1[:, :, 0])
-        torch.cat([kc, k1], 2), torch.cat([vc, vp1[:, :, None].to(dtype)], 2)
-        return out
+        return lucid_decode(q1, kc, vpc, k1, v1)[0]
 
     def decode_sdpa(gqa: bool):
         # One query sees the whole cache: no causal mask (SDPA's is_causal aligns the mask to the
         # top left, which for a single query would keep only the first key).
-        kk, vv = torch.cat([kc, k1], 2), torch.cat([vc, v1], 2)
-        if not gqa:
-            kk, vv = kk.repeat_interleave(group, 1), vv.repeat_interleave(group, 1)
-        return F.scaled_dot_product_attention(q1, kk, vv, enable_gqa=gqa)
+        kk, vv = (k_full, v_full) if gqa else (k_rep, v_rep)
+        return F.scaled_dot_product_attention(q[:, :, -1:], kk, vv, enable_gqa=gqa)
 
     with torch.no_grad():
         d_l, _ = _time(decode_lucid, cfg.repeats, cfg.device)

@@ -137,16 +137,19 @@ class LucidLayer(DynamicLayer):
     solves their V' rows (``attend``): the cache is only meaningful with ``"lucid"`` attention.
     """
 
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+    def lazy_initialization(
+        self, key_states: torch.Tensor, value_states: torch.Tensor | None = None
+    ) -> None:
         self.device = key_states.device
         B, H, _, D = key_states.shape
         self.keys = key_states.new_empty(B, H, 0, D)
-        self.values = value_states.new_empty(B, H, 0, D, dtype=compute_dtype(value_states.dtype))
+        self.values = key_states.new_empty(B, H, 0, D, dtype=compute_dtype(key_states.dtype))
         self.is_initialized = True
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
+        # keys is None before the first update and after reset() (transformers 4.56 to 5.x)
+        if self.keys is None or not getattr(self, "is_initialized", True):
+            self.lazy_initialization(key_states)
         self.keys = torch.cat([self.keys, key_states], dim=-2)
         # the attention function finds this layer through the keys it receives (no host sync)
         self.keys._lucid_layer = self
