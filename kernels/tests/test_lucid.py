@@ -272,8 +272,9 @@ def test_decode_bad_inputs():
         lucid_decode(q, k[..., :4], k, v, v)
     with pytest.raises(ValueError, match="share"):
         lucid_decode(q, k, k, torch.zeros(1, 1, 4), v)
-    with pytest.raises(ValueError, match="NaN"):
-        lucid_decode(q, k, k, v.clone().fill_(float("nan")), v)
+    # no NaN scan in a decode step (a host sync per token): NaN in, NaN out, never hidden
+    out, vp_t = lucid_decode(q, k, k, v.clone().fill_(float("nan")), v)
+    assert out.isnan().all() and vp_t.isnan().all()
 
 
 @pytest.mark.gpu

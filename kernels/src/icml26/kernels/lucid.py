@@ -107,12 +107,12 @@ def lucid_attention_reference(
 
 
 def check_decode_inputs(q, k_cache, vp_cache, k_new, v_new) -> None:
-    """Shapes and dtypes of one decode step's inputs, finiteness of the new token's tensors."""
+    """Shapes and dtypes of one decode step's inputs. Nothing is scanned for NaN: a scan is a
+    host synchronisation on every generated token (of every layer), which a decode step must not
+    have; a NaN in the new token's tensors comes out as NaN in the output and in v'_t."""
     for name, t, nd in (("q", q, 3), ("k_new", k_new, 3), ("v_new", v_new, 3)):
-        check_tensor(name, t, nd)
+        check_tensor(name, t, nd, scan=False)
     for name, t in (("k_cache", k_cache), ("vp_cache", vp_cache)):
-        # The caches are not scanned for NaN: they hold what earlier (checked) steps wrote, and a
-        # full scan per generated token would cost as much as the step itself.
         if not isinstance(t, torch.Tensor) or t.dim() != 4:
             raise ValueError(f"{name} must be a (B, H_kv, N, D) tensor")
     if k_cache.shape[:3] != vp_cache.shape[:3] or k_cache.shape[:2] != k_new.shape[:2]:
@@ -190,9 +190,9 @@ lucid_solve = register_op(
 
 # -- torch.library registration: the ops as graph nodes for torch.compile --------------------------
 # Each custom op runs the eager op inside (Triton on CUDA, the reference elsewhere), so a compiled
-# model keeps the Triton solve with no graph break. The solve's backward recomputes the forward
-# under autograd inside an op of its own (the Triton path's analytic backward, or autograd through
-# the reference): one extra solve per backward in compiled code.
+# model keeps the Triton solve with no graph break. Autograd cannot run inside a custom op: the
+# solve's backward is a second op in closed form (the Triton backward's kernels on CUDA,
+# ``lucid_solve_backward_reference`` elsewhere), from the saved keys and V'. No double backward.
 @torch.library.custom_op("icml26::lucid_solve", mutates_args=())
 def _lucid_solve_op(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return lucid_solve(k, v).contiguous()  # the strides the fake promises

@@ -172,6 +172,14 @@ def test_mistral_runs_and_its_sliding_window_is_refused_past_the_window():
         assert_close(windowed(x[:, :4]).logits, logits[:, :4], atol=1e-5, rtol=1e-5)
         with pytest.raises(ValueError, match="sliding_window of 4"):
             windowed(x)
+        # a refused step leaves a LucidDynamicCache as it was
+        from icml26.lucid import LucidDynamicCache
+
+        cache = LucidDynamicCache()
+        windowed(x[:, :3], past_key_values=cache)
+        with pytest.raises(ValueError, match="sliding_window of 4"):
+            windowed(x[:, 3:5], past_key_values=cache)
+        assert all(layer.keys.shape[2] == layer.values.shape[2] == 3 for layer in cache.layers)
 
 
 def _greedy(model, x, mask=None, cache=None, steps=6):
@@ -182,11 +190,20 @@ def _greedy(model, x, mask=None, cache=None, steps=6):
     return out.sequences[:, x.shape[1] :], torch.stack(out.logits, 1)
 
 
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
 @pytest.mark.parametrize("cache", ["lucid", "dynamic"])
-def test_left_padded_batched_generate_equals_each_sequence_alone(cache):
+def test_left_padded_batched_generate_equals_each_sequence_alone(cache, arch):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
     from icml26.lucid import LucidDynamicCache
 
-    model = _model()
+    if arch == "llama":
+        model = _model()
+    else:
+        torch.manual_seed(0)
+        model = Qwen2ForCausalLM._from_config(
+            Qwen2Config(**CONFIG), attn_implementation="lucid"
+        ).eval()
     g = torch.Generator().manual_seed(4)
     prompts = [torch.randint(1, 64, (n,), generator=g) for n in (7, 4, 2)]
     width = max(len(p) for p in prompts)

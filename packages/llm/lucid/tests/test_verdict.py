@@ -45,6 +45,7 @@ def measured(
             "trials": 64,
             "softmax (T=1)": [1.0, 0.55, 0.21],
             "softmax (T=0.5)": [1.0, 0.62, 0.25],
+            "softmax (best T)": [1.0, 0.64, 0.25],
             "LUCID": [1.0, 0.99, 0.95],
         },
         "probe sweep": {
@@ -54,7 +55,8 @@ def measured(
                     "key noise": 0.15,
                     "query noise": qn,
                     "softmax (T=1)": 0.2,
-                    "softmax (T=0.5)": 0.25,
+                    "softmax (T=0.5)": 0.23,
+                    "softmax (best T)": 0.25,
                     "LUCID": c,
                 }
                 for qn, c in zip((0.05, 0.3), sweep_lucid, strict=True)
@@ -86,7 +88,8 @@ def test_every_claim_holds():
 
 
 def test_probe_rows_follow_the_sweep():
-    # 0.34 beats softmax T=0.5 (0.25) by only 0.09 at one point: partly; at none: not reproduced
+    # 0.34 beats softmax at its best T (0.25) by only 0.09 at one point: partly; at none: not
+    # reproduced
     assert verdicts(measured(sweep_lucid=(0.95, 0.34)))[0] == "partly"
     assert verdicts(measured(sweep_lucid=(0.3, 0.34)))[0] == "not reproduced"
     assert verdicts(measured(sweep_lucid=(0.95, 0.35)))[0] == "reproduced"
@@ -118,12 +121,13 @@ def test_no_seed_solved_compares_final_accuracy():
     }
     claims, _ = verdict(results)
     assert claims[1]["verdict"] == "reproduced" and "final accuracy" in claims[1]["evidence"]
-    # equal plateaus: neither learned, so the comparison is untestable here, not a loss
+    # equal plateaus: a tie, which does not show LUCID learning faster (and is never dropped
+    # from the package verdict as untestable)
     same = _runs([None] * 5)
     results["mqar"]["T=24 pairs=2 heads=2 rope"] = {"softmax": same, "lucid": copy.deepcopy(same)}
     claims, summary = verdict(results)
-    assert claims[1]["verdict"] == "untestable here" and "neither" in claims[1]["evidence"]
-    assert summary == "reproduced"  # the testable rows all hold
+    assert claims[1]["verdict"] == "not reproduced" and "no seed of either" in claims[1]["evidence"]
+    assert summary == "partly"
 
 
 def test_each_cell_and_needle_length_is_its_own_row():

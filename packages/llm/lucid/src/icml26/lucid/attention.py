@@ -33,6 +33,7 @@ from icml26.kernels.lucid import (
     lucid_attention,
     lucid_decode,
     lucid_preconditioner,
+    lucid_solve,
 )
 
 
@@ -283,16 +284,18 @@ class LucidAttention(nn.Module):
         if variant and cache is not None:
             raise ValueError("the preconditioner variants are for training; decode with beta=1")
         if allowed is not None and cache is None:
-            kv = k.repeat_interleave(group, 1)
-            if self.kind == "lucid":
-                vp = masked_lucid_solve(k, v, allowed).to(q.dtype)
-                out = F.scaled_dot_product_attention(
-                    q, kv, vp.repeat_interleave(group, 1), attn_mask=allowed, scale=scale
-                )
+            if self.kind == "lucid":  # V' in fp32 through the attention (q, k upcast)
+                vp = masked_lucid_solve(k, v, allowed)
+                q_, k_, v_ = q.to(vp.dtype), k.to(vp.dtype), vp
             else:
-                out = F.scaled_dot_product_attention(
-                    q, kv, v.repeat_interleave(group, 1), attn_mask=allowed, scale=scale
-                )
+                q_, k_, v_ = q, k, v
+            out = F.scaled_dot_product_attention(
+                q_,
+                k_.repeat_interleave(group, 1),
+                v_.repeat_interleave(group, 1),
+                attn_mask=allowed,
+                scale=scale,
+            ).to(q.dtype)
         elif cache is None:
             if self.kind == "lucid" and variant:
                 L = variant_preconditioner(
@@ -302,12 +305,12 @@ class LucidAttention(nn.Module):
                     L, v.to(L.dtype), upper=False, unitriangular=True
                 )
                 out = F.scaled_dot_product_attention(
-                    q,
-                    k.repeat_interleave(group, 1),
-                    vp.to(q.dtype).repeat_interleave(group, 1),
+                    q.to(vp.dtype),
+                    k.to(vp.dtype).repeat_interleave(group, 1),
+                    vp.repeat_interleave(group, 1),
                     is_causal=True,
                     scale=scale,
-                )
+                ).to(q.dtype)
             elif self.kind == "lucid":
                 out = lucid_attention(q, k, v, causal=True, scale=scale)
             else:
@@ -330,7 +333,10 @@ class LucidAttention(nn.Module):
             if self.kind == "lucid":
                 k_old = k[:, :, :0] if cache.k is None else cache.k
                 vp_old = v[:, :, :0].to(compute_dtype(v.dtype)) if cache.v is None else cache.v
-                v_new = lucid_append(k_old, vp_old, k, v, allowed)  # kept in fp32
+                if N == 0 and allowed is None:  # a prompt: the blockwise solve, no (T, T) L
+                    v_new = lucid_solve(k, v)
+                else:
+                    v_new = lucid_append(k_old, vp_old, k, v, allowed)  # kept in fp32
             else:
                 v_new = v
             cache.k = k if cache.k is None else torch.cat([cache.k, k], dim=2)

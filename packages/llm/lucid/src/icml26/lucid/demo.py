@@ -1,26 +1,29 @@
 """The headline experiment at small scale: can LUCID single out one key among many similar ones?
 
 1. Correlated-keys probe (no training): output cosine to the queried value against cluster size,
-   softmax at temperature 1 and 0.5 vs LUCID, and a sweep over query noise and key noise (how
-   far the query is from its key, how tight the cluster is) at the largest cluster size.
+   softmax at temperatures 1 to 0.05 and at the best of them (the tuned baseline) vs LUCID, and a
+   sweep over query noise and key noise (how far the query is from its key, how tight the
+   cluster is) at the largest cluster size.
 2. MQAR (multi-query associative recall with filler): small 2-layer models, softmax vs LUCID at
    equal steps and parameters, a grid of settings (sequence length x pairs, 1 or 2 heads, rotary
    or learned positions), several seeds per cell; steps to reach the accuracy threshold
    (learning is a phase transition, so single seeds are noise). In chosen cells, diagnostic
    variants of LUCID's preconditioner: L from detached keys, and strength beta in {2, 4}.
-3. Multi-needle retrieval in a long haystack (the paper's headline is long-context retrieval),
-   trained from scratch at equal budget, at the longest lengths the demo's budget allows.
+3. Multi-needle retrieval in a haystack of distractors (the paper's headline is long-context
+   retrieval), trained from scratch at equal budget, at the longest lengths the demo's budget
+   allows (short contexts: 64 and 128 tokens).
 4. A character LM on ``pydoc_data.topics``: LUCID should not hurt ordinary LM loss.
 
 ``experiment`` measures, ``verdict`` (pure) turns the measurements into one row per claim and
-setting, with the rules fixed before the full run: (a) probe: at every point of the noise sweep,
-LUCID's cosine beats both softmax temperatures by at least 0.1 (reproduced everywhere, partly
-somewhere, not reproduced nowhere); (b) recall, one row per MQAR cell and per needle length: the
-difference of mean steps to solve (unsolved = the budget), LUCID - softmax, with a 95% bootstrap
-interval over seeds: below 0 -> reproduced, above 0 -> not reproduced (slower), containing 0 ->
-not reproduced (a tie); when no seed of either attention solves, the same on final accuracy, and
-a tie there is untestable here (neither learned within the budget); (c) LM: LUCID's held-out
-loss is within 2% of softmax's.
+setting: (a) probe: at every point of the noise sweep, LUCID's cosine beats softmax at its best
+temperature by at least 0.1 (reproduced everywhere, partly somewhere, not reproduced nowhere);
+(b) recall, one row per MQAR cell and per needle length: the difference of mean steps to solve
+(unsolved = the budget), LUCID - softmax, with a 95% bootstrap interval over seeds: below 0 ->
+reproduced, above 0 -> not reproduced (slower), containing 0 -> not reproduced (a tie); when no
+seed of either attention solves, the same on final accuracy; (c) LM: LUCID's held-out loss is
+within 2% of softmax's. Rules (a) and (b) were changed after the full run had started and before
+any of its results were seen: (a) compared against temperatures 1 and 0.5 only, and (b) called
+an accuracy tie with no seed solved "untestable here".
 """
 
 import json
@@ -54,11 +57,12 @@ KINDS = ("softmax", "lucid")
 VARIANTS = {"L from detached keys": {"detach_preconditioner": True}, "beta=2": {"beta": 2.0}}
 VARIANTS["beta=4"] = {"beta": 4.0}
 """Diagnostic LUCID variants run in ``mqar_variant_cells`` (beta = 1 is LUCID itself)."""
-SOFTMAX_PROBES = ("softmax (T=1)", "softmax (T=0.5)")
+BEST_SOFTMAX = "softmax (best T)"
+"""(a): the probe's baseline, softmax at the temperature that does best at each point."""
 MEDIAN = "median steps to solve (unsolved = budget)"
 MEAN = "mean steps to solve (unsolved = budget)"
 PROBE_MARGIN = 0.1
-"""(a): LUCID's probe cosine must beat both softmax temperatures by this much."""
+"""(a): LUCID's probe cosine must beat the best softmax temperature by this much."""
 LM_TOLERANCE = 1.02
 """(c): LUCID's held-out loss may be at most this many times softmax's."""
 BOOTSTRAP = 10_000
@@ -408,7 +412,7 @@ def verdict(results: dict) -> tuple[list[dict], str]:
         ),
         *(
             _recall_claim(
-                "LUCID learns long-context multi-needle retrieval faster than softmax",
+                "LUCID learns multi-needle retrieval among distractors faster than softmax",
                 f"needles {cell}",
                 arms,
             )
@@ -423,11 +427,11 @@ def _probe_claim(probe: dict, sweep: dict) -> dict:
     sizes = probe["cluster sizes"]
     i = sizes.index(max(sizes))
     points = sweep["points"]
-    wins = [p for p in points if all(p["LUCID"] >= p[n] + PROBE_MARGIN for n in SOFTMAX_PROBES)]
+    wins = [p for p in points if p["LUCID"] >= p[BEST_SOFTMAX] + PROBE_MARGIN]
     verdict_ = "reproduced" if len(wins) == len(points) else "partly" if wins else "not reproduced"
     losses = [
         f"key noise {p['key noise']:g} / query noise {p['query noise']:g}: LUCID "
-        f"{p['LUCID']:.2f} vs softmax {max(p[n] for n in SOFTMAX_PROBES):.2f}"
+        f"{p['LUCID']:.2f} vs softmax {p[BEST_SOFTMAX]:.2f}"
         for p in points
         if p not in wins
     ]
@@ -435,11 +439,11 @@ def _probe_claim(probe: dict, sweep: dict) -> dict:
         "LUCID singles out the queried key among many similar ones (correlated-keys probe)",
         verdict_,
         f"cosine to the queried value, cluster of {sizes[i]} keys, {probe['trials']} problems: "
-        f"LUCID {probe['LUCID'][i]:.3f} vs softmax T=1 {probe['softmax (T=1)'][i]:.3f}, "
-        f"T=0.5 {probe['softmax (T=0.5)'][i]:.3f}; noise sweep: LUCID ahead by >= "
-        f"{PROBE_MARGIN} at {len(wins)}/{len(points)} points"
+        f"LUCID {probe['LUCID'][i]:.3f} vs softmax at its best temperature "
+        f"{probe[BEST_SOFTMAX][i]:.3f} (T=1 {probe['softmax (T=1)'][i]:.3f}); noise sweep: LUCID "
+        f"ahead by >= {PROBE_MARGIN} at {len(wins)}/{len(points)} points"
         + (f" (not at {'; '.join(losses)})" if losses else "")
-        + " (rule: at every sweep point LUCID >= both softmax temperatures + "
+        + " (rule: at every sweep point LUCID >= softmax at its best temperature + "
         f"{PROBE_MARGIN})",
     )
 
@@ -478,7 +482,7 @@ def _recall_claim(claim: str, setting: str, arms: dict) -> dict:
     elif lucid["solved"] or softmax["solved"]:
         verdict_, outcome = "not reproduced", "a tie"
     else:
-        verdict_, outcome = "untestable here", "neither attention learned within the budget"
+        verdict_, outcome = "not reproduced", "a tie (no seed of either attention solved)"
     return claim_row(
         f"{claim} ({setting})",
         verdict_,
@@ -603,22 +607,26 @@ def _metrics(m: dict) -> dict:
             f"probe cosine, cluster {c}": round(v, 4)
             for c, v in zip(sizes, probe["softmax (T=0.5)"], strict=True)
         },
+        "softmax, best T (probe)": {
+            f"probe cosine, cluster {c}": round(v, 4)
+            for c, v in zip(sizes, probe[BEST_SOFTMAX], strict=True)
+        },
     }
 
 
 def _print(results: dict, out: Path) -> None:
     cfg, probe = results["config"], results["probe"]
     print("\ncorrelated-keys probe: cosine(output, queried value) by cluster size")
-    print(f"{'':16s}" + "".join(f"{c:>8d}" for c in probe["cluster sizes"]))
-    for name in (*SOFTMAX_PROBES, "LUCID"):
-        print(f"{name:16s}" + "".join(f"{v:>8.3f}" for v in probe[name]))
+    print(f"{'':18s}" + "".join(f"{c:>8d}" for c in probe["cluster sizes"]))
+    for name in [n for n in probe if n.startswith("softmax")] + ["LUCID"]:
+        print(f"{name:18s}" + "".join(f"{v:>8.3f}" for v in probe[name]))
     sweep = results["probe sweep"]
     print(f"\nprobe noise sweep (cluster of {sweep['cluster size']})")
     for p in sweep["points"]:
         print(
             f"  key noise {p['key noise']:<5g} query noise {p['query noise']:<5g} LUCID "
-            f"{p['LUCID']:.3f}  softmax T=1 {p['softmax (T=1)']:.3f}  T=0.5 "
-            f"{p['softmax (T=0.5)']:.3f}"
+            f"{p['LUCID']:.3f}  softmax T=1 {p['softmax (T=1)']:.3f}  best T "
+            f"{p[BEST_SOFTMAX]:.3f}"
         )
     for task in ("mqar", "needle"):
         print(f"\n{task} (solved = {cfg['mqar_threshold']:.0%} accuracy)")

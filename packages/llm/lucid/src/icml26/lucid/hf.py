@@ -57,18 +57,25 @@ def lucid_attention_forward(
             f"LUCID attention needs a causal (decoder) attention layer; "
             f"{type(module).__name__}.is_causal is False"
         )
+    layer = getattr(key, "_lucid_layer", None)
+    if layer is not None and layer.keys is not key:
+        raise ValueError(
+            "these keys came from a LucidDynamicCache but are not its current keys (were they "
+            "modified between the cache update and the attention?)"
+        )
     window = kwargs.get("sliding_window")
     if window is not None and key.shape[2] > window:
         # L would still span every earlier key while the softmax sees only the last `window`:
         # that mixes two different attentions, so refuse instead of computing neither
+        if layer is not None:  # leave the cache as it was before this call
+            layer.keys = layer.keys[:, :, : layer.values.shape[2]]
         raise ValueError(
             f"LUCID attention does not implement sliding-window attention: {key.shape[2]} keys "
             f"exceed the layer's sliding_window of {window}; set config.sliding_window = None "
             "(or keep sequences within the window)"
         )
     allowed = _allowed(attention_mask, query.shape[2], key.shape[2])
-    layer = getattr(key, "_lucid_layer", None)
-    if layer is not None and layer.keys is key:  # keys handed out by a LucidDynamicCache
+    if layer is not None:  # keys handed out by a LucidDynamicCache
         out = layer.attend(query, key, value, allowed, scaling)
         return out.transpose(1, 2).contiguous(), None
     if allowed is None:

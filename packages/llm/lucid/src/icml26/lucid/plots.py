@@ -18,8 +18,9 @@ def plot_demo(results: dict, path: Path) -> None:
     grid = fig.add_gridspec(2, 6)
     probe = results["probe"]
     ax = fig.add_subplot(grid[0, 0:2])
-    for name in ("softmax (T=1)", "softmax (T=0.5)", "LUCID"):
-        ax.plot(probe["cluster sizes"], probe[name], marker="o", label=name)
+    for name in ("softmax (T=1)", "softmax (T=0.5)", "softmax (best T)", "LUCID"):
+        if name in probe:
+            ax.plot(probe["cluster sizes"], probe[name], marker="o", label=name)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("keys in the queried cluster")
     ax.set_ylabel("cosine(output, queried value)")
@@ -32,7 +33,7 @@ def plot_demo(results: dict, path: Path) -> None:
     qn = sorted({p["query noise"] for p in points})
     gap = [[0.0] * len(qn) for _ in kn]
     for p in points:
-        best = max(p["softmax (T=1)"], p["softmax (T=0.5)"])
+        best = p["softmax (best T)"]
         gap[kn.index(p["key noise"])][qn.index(p["query noise"])] = p["LUCID"] - best
     im = ax.imshow(gap, cmap="RdBu", vmin=-1, vmax=1, aspect="auto", origin="lower")
     for i in range(len(kn)):
@@ -43,7 +44,7 @@ def plot_demo(results: dict, path: Path) -> None:
     ax.set_xlabel("query noise")
     ax.set_ylabel("key noise")
     ax.set_title(
-        f"probe sweep: LUCID - best softmax (cluster {results['probe sweep']['cluster size']})"
+        f"probe sweep: LUCID - softmax at best T (cluster {results['probe sweep']['cluster size']})"
     )
     fig.colorbar(im, ax=ax)
 
