@@ -1,7 +1,7 @@
 """The headline experiment at small scale: can LUCID single out one key among many similar ones?
 
 1. Correlated-keys probe (no training): output cosine to the queried value against cluster size,
-   softmax at temperatures 1 to 0.05 and at the best of them (the tuned baseline) vs LUCID, and a
+   softmax at temperatures 1 to 0.01 and at the best of them (the tuned baseline) vs LUCID, and a
    sweep over query noise and key noise (how far the query is from its key, how tight the
    cluster is) at the largest cluster size.
 2. MQAR (multi-query associative recall with filler): small 2-layer models, softmax vs LUCID at
