@@ -12,8 +12,9 @@ COLORS = {"softmax": "tab:blue", "lucid": "tab:green"}
 
 def plot_demo(results: dict, path: Path) -> None:
     """Five panels: (1) probe cosine vs cluster size; (2) the probe's noise sweep, LUCID minus
-    the better softmax; (3) steps to solve per seed in every MQAR cell (every arm, variants
-    included) and (4) in every needle setting; (5) character-LM held-out loss."""
+    softmax at its best temperature; (3) character-LM held-out loss; (4) steps to solve per seed
+    in every MQAR cell (every arm, variants included); (5) final accuracy per seed in every
+    needle setting."""
     fig = plt.figure(figsize=(16, 9))
     grid = fig.add_gridspec(2, 6)
     probe = results["probe"]
@@ -54,7 +55,24 @@ def plot_demo(results: dict, path: Path) -> None:
     ax.set_ylabel("held-out loss (nats / char)")
     ax.set_title("character LM on pydoc_data.topics")
 
-    for slot, task in ((grid[1, 0:4], "mqar"), (grid[1, 4:6], "needle")):
+    ax = fig.add_subplot(grid[1, 4:6])
+    x = 0
+    ticks, labels = [], []
+    for setting, arms in results["needle"].items():
+        for arm, r in arms.items():
+            accs = r["final accuracy per seed"]
+            ax.scatter([x] * len(accs), accs, color=COLORS.get(arm, "tab:olive"), s=14)
+            ax.plot([x - 0.3, x + 0.3], [sum(accs) / len(accs)] * 2, color=COLORS.get(arm))
+            ticks.append(x)
+            labels.append(f"{setting} | {arm} (solved {r['solved']}/{len(accs)})")
+            x += 1
+        x += 0.5
+    ax.set_xticks(ticks, labels, rotation=90, fontsize=6)
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("accuracy at the end (solved runs stop at 0.9)")
+    ax.set_title("needles: final accuracy per seed (bar: mean)")
+
+    for slot, task in ((grid[1, 0:4], "mqar"),):
         ax = fig.add_subplot(slot)
         labels, x = [], 0
         for setting, arms in results[task].items():
