@@ -222,3 +222,21 @@ def rans_decode_numpy(
 rans_decode = register_op(
     "rans_decode", rans_decode_reference, "icml26.kernels._triton_entropy:rans_decode_triton"
 )
+
+
+# torch.library registration: the decode loop is data-dependent (table lookups that pick how
+# many words each lane reads); as a custom op it is one node in a compiled graph, dispatching at
+# run time (Triton on CUDA).
+@torch.library.custom_op("icml26::rans_decode", mutates_args=())
+def _rans_decode_op(
+    words: torch.Tensor, starts: torch.Tensor, freqs: torch.Tensor, num_symbols: int
+) -> torch.Tensor:
+    return rans_decode(words, starts, freqs, num_symbols).contiguous()
+
+
+@_rans_decode_op.register_fake
+def _(words, starts, freqs, num_symbols):
+    return words.new_empty(num_symbols, dtype=torch.int64)
+
+
+rans_decode.compiled = _rans_decode_op

@@ -249,3 +249,49 @@ santa_decode = register_op(
     },
 )
 santa_decode.__doc__ = santa_decode_reference.__doc__
+
+
+# -- torch.library registration: one graph node for torch.compile -------------------------------
+# The sampled counts make the reference data-dependent (no traceable graph); the custom op hides
+# that and dispatches at run time (Triton on CUDA). It always returns the counts; the compiled
+# entry point drops them unless asked.
+@torch.library.custom_op("icml26::santa_decode", mutates_args=())
+def _santa_decode_op(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    num_samples: int,
+    mode: str,
+    block_n: int,
+    seed: int,
+    scale: float | None,
+    bernoulli_scores: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    (out, rows_read), counts = santa_decode(
+        q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, return_counts=True
+    )
+    return out.contiguous(), rows_read.contiguous(), counts.contiguous()
+
+
+@_santa_decode_op.register_fake
+def _(q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores):
+    B, Hq, D = q.shape
+    return (
+        q.new_empty(B, Hq, D),
+        q.new_empty(B, k.shape[1], dtype=torch.int64),
+        q.new_empty(B, Hq, k.shape[2], dtype=torch.float64),
+    )
+
+
+def _compiled_santa_decode(
+    q, k, v, num_samples, mode="tile_fixed", block_n=64, seed=0, scale=None,
+    bernoulli_scores=False, return_counts=False,
+):  # fmt: skip
+    out, rows_read, counts = _santa_decode_op(
+        q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores
+    )
+    result = SantaOutput(out, rows_read)
+    return (result, counts) if return_counts else result
+
+
+santa_decode.compiled = _compiled_santa_decode
