@@ -80,8 +80,8 @@ class DemoConfig:
     seed: int = 0
     """First seed; training runs use seed, seed+1, ..."""
     workers: int = 0
-    """Training runs in parallel processes, one thread each (0: one per CPU core); the numbers do
-    not depend on it."""
+    """Training runs in parallel processes, one thread each (0: one per CPU core on the CPU, one on
+    a GPU); the numbers do not depend on it."""
     probe_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     """Cluster sizes of the correlated-keys probe."""
     probe_trials: int = 64
@@ -363,7 +363,8 @@ def _run_job(job: dict, device: str) -> dict:
 
 def _run_jobs(cfg: DemoConfig, jobs: list[dict]) -> list[dict]:
     bar = tqdm(total=len(jobs), desc="training runs", unit="run")
-    workers = cfg.workers or os.cpu_count() or 1
+    # 0: one process per core on the CPU; on a GPU one process (they would share the device)
+    workers = cfg.workers or (1 if cfg.device.startswith("cuda") else os.cpu_count() or 1)
     if workers == 1:
         runs = []
         for job in jobs:
