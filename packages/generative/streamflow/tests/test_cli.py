@@ -3,7 +3,7 @@ import torch
 
 from icml26.streamflow._results import demo_command
 from icml26.streamflow.cli import main
-from icml26.streamflow.demo import CLAIMS, DemoConfig
+from icml26.streamflow.demo import DemoConfig, claims_for
 from icml26.testing import run_cli, validate_results
 
 
@@ -19,21 +19,25 @@ def test_quick_demo_writes_valid_results(tmp_path):
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-streamflow" and "verdict: smoke" in out.stdout
     assert results["quick"] is True and results["verdict"] == "smoke"
-    assert [r["claim"] for r in results["claims"]] == list(CLAIMS.values())
+    assert [r["claim"] for r in results["claims"]] == list(claims_for((2, 4)).values())
     assert all(r["verdict"] == "smoke" for r in results["claims"])
     assert results["config"]["command"] == "icml26-streamflow demo --quick --device cpu"
     assert results["device"] == "cpu"
     # the stream reproduces the sequential images even in a smoke run
-    assert results["metrics"]["method"]["max |stream - sequential|"] <= 1e-5
+    for kind in ("flow matching", "PeRFlow windows"):
+        assert results["metrics"]["method"][f"max |stream - sequential|, {kind}"] <= 1e-5
     assert (tmp_path / "streamflow.png").stat().st_size > 10_000
 
 
 def test_bench_runs():
     out = run_cli(
         "icml26.streamflow",
-        ["bench", "--sizes", "tiny", "--sample-size", "8", "--images", "4", "--num-steps", "2"],
-    )
-    assert "(d) stream, eager" in out.stdout
+        ["bench", "--models", "tiny", "--sample-size", "8", "--images", "4", "--num-steps", "2",
+         "--repeats", "1"],
+    )  # fmt: skip
+    assert "(e) stream steady, eager" in out.stdout and "(d) stream end to end" in out.stdout
+    bad = run_cli("icml26.streamflow", ["bench", "--models", "huge"], check=False)
+    assert bad.returncode == 2 and "--models" in bad.stderr
 
 
 def test_bad_demo_argument(tmp_path):

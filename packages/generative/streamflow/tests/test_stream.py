@@ -93,6 +93,13 @@ def test_bad_inputs(denoiser):
         StreamPipeline(denoiser, (1, 8, 8), 2, backend="tensorrt")
     with pytest.raises(ValueError, match="uncond"):
         StreamPipeline(denoiser, (1, 8, 8), 2, guidance_scale=3.0)
+    guided = StreamPipeline(denoiser, (1, 8, 8), 2, guidance_scale=3.0, uncond=torch.zeros(1))
+    with pytest.raises(ValueError, match="conditional"):
+        guided.push(torch.zeros(1, 8, 8))  # guidance without a condition
+    with pytest.raises(TypeError, match="floating"):
+        pipe.push(torch.zeros(1, 8, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match="need noise"):
+        pipe.push(None, condition=torch.zeros(1))
 
 
 def test_vae_decode_is_applied_per_emitted_sample(denoiser):
@@ -101,9 +108,26 @@ def test_vae_decode_is_applied_per_emitted_sample(denoiser):
     assert out.shape == (3, 3, 16, 16)
 
 
-@pytest.mark.slow
 def test_compile_backend_gives_the_same_outputs(denoiser):
     noise = torch.randn(5, 1, 8, 8)
     eager = StreamPipeline(denoiser, (1, 8, 8), 3).generate(noise)
-    compiled = StreamPipeline(denoiser, (1, 8, 8), 3, backend="compile").generate(noise)
-    assert_close(compiled, eager, atol=1e-5, rtol=1e-5)
+    pipe = StreamPipeline(denoiser, (1, 8, 8), 3, backend="compile")
+    assert_close(pipe.generate(noise), eager, atol=1e-5, rtol=1e-5)
+    pipe.reset()  # the compiled graph is reused after a reset: no recompilation
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        assert_close(pipe.generate(noise), eager, atol=1e-5, rtol=1e-5)
+
+
+def test_per_sample_dict_conditions_and_reset():
+    class Cond(torch.nn.Module):
+        def forward(self, x, t, cond):
+            return x * 0 + (cond["a"] + cond["b"]).view(-1, 1, 1, 1)
+
+    pipe = StreamPipeline(Cond(), (1, 2, 2), 2, condition={"a": torch.zeros(1), "b": torch.ones(1)})
+    conds = {"a": torch.arange(3.0).view(3, 1), "b": torch.zeros(3, 1)}
+    out = pipe.generate(torch.zeros(3, 1, 2, 2), conditions=conds)
+    # x_0 = x_1 - v (the sigmas run from 1 to 0): each sample moved by its own condition
+    assert_close(out.flatten(1)[:, 0], -torch.arange(3.0), atol=1e-6, rtol=0)
+    pipe.push(torch.zeros(1, 2, 2))  # the default condition
+    pipe.reset()
+    assert pipe.flush() == [] and (pipe.stage < 0).all()

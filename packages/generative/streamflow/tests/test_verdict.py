@@ -4,26 +4,40 @@ import copy
 
 import pytest
 
-from icml26.streamflow.demo import CLAIMS, verdict
+from icml26.streamflow.bench import LOOP
+from icml26.streamflow.demo import STEADY_EAGER, claims_for, verdict
 from icml26.testing import summarise
 
-ROWS = ["exact", "paper speedup", "faster"]
+CLAIMS = claims_for((4, 8, 16))
+ROWS = list(CLAIMS)
+MODELS = ["digits UNet 8x8 (trained)", "random UNet tiny 16x16"]
 
 
-def _results(diff=1e-6, speedups=(6.5, 6.2, 6.8), device="cuda:0"):
-    """Every claim holds with the defaults (a GPU run that reaches the paper's 6.1x)."""
-    names = ["digits UNet 8x8 (trained)", "random UNet tiny 16x16", "random UNet small 16x16"]
-    return {
-        "device": device,
-        "threads": 1,
-        "num_steps": 4,
-        "images": 32,
-        "max |stream - sequential|": diff,
-        "stream speedups": dict(zip(names, speedups, strict=True)),
-        "bulk speedups": dict.fromkeys(names, 3.0),
-        "tables": {},
-        "final training loss": 0.1,
+def _table(model, N, loop=10.0, batch=60.0, steady=65.0):
+    rows = {
+        LOOP: {"images/s": loop},
+        f"(b) batch of N={N}": {"images/s": batch},
+        "(c) batch of M=32": {"images/s": 2 * batch, "speedup vs (a)": 2 * batch / loop},
+        "(d) stream end to end, eager": {"images/s": 0.8 * steady},
+        STEADY_EAGER: {"images/s": steady},
     }
+    return {"model": model, "N": N, "rows": rows}
+
+
+def _results(diff=1e-6, perflow=1e-6, device="cuda:0", cells=None):
+    """Every claim holds with the defaults (a GPU run that reaches the paper's 6.1x)."""
+    tables = {}
+    for m in MODELS:
+        for N in (4, 8, 16):
+            tables[f"{m}, N={N}"] = _table(m, N, **(cells or {}).get((m, N), {}))
+    exact = {
+        "flow matching": {"max |stream - sequential|": diff, "max |sequential|": 1.0,
+                          "num_steps": 16, "images": 36},
+        "PeRFlow windows": {"max |stream - sequential|": perflow, "max |sequential|": 1.0,
+                            "num_steps": 8, "images": 36},
+    }  # fmt: skip
+    return {"device": device, "threads": 1, "images": 32, "repeats": 3, "exact": exact,
+            "tables": tables}  # fmt: skip
 
 
 def _verdicts(claims: list[dict]) -> dict[str, str]:
@@ -36,37 +50,56 @@ def test_every_claim_holds_on_a_gpu():
     claims, v = verdict(_results())
     assert set(_verdicts(claims).values()) == {"reproduced"}
     assert v == "reproduced" == summarise([r["verdict"] for r in claims])
-    assert "1.0e-06" in claims[0]["evidence"] and "6.80x" in claims[1]["evidence"]
+    assert ROWS == ["exact", "exact perflow", "batch cost N=4", "batch cost N=8",
+                    "batch cost N=16", "faster N=4", "faster N=8", "faster N=16",
+                    "paper speedup"]  # fmt: skip
+    assert "1.0e-06" in claims[0]["evidence"] and "6.50x" in claims[-1]["evidence"]
+
+
+ALL = [(m, n) for m in MODELS for n in (4, 8, 16)]
+SLOW_ONE_N16 = {(MODELS[0], 16): {"steady": 45.0}}  # 0.75 of the batch at one N=16 cell
+ALL_N16_SLOW = {(m, 16): {"steady": 50.0, "loop": 5.0} for m in MODELS}  # 0.83 at N=16
+ONE_SLOW = {(MODELS[1], 8): {"steady": 8.0}}  # slower than the loop at one N=8 cell
+BELOW_PAPER = {c: {"steady": 60.0, "batch": 60.0} for c in ALL}  # 6.0x everywhere
 
 
 @pytest.mark.parametrize(
-    ("row", "change"),
+    ("row", "change", "expected", "also"),
     [
-        ("exact", {"diff": 2e-5}),
-        ("paper speedup", {"speedups": (6.0, 2.0, 5.9)}),  # the best model is what counts
-        ("faster", {"speedups": (7.0, 6.5, 0.9)}),  # one model slower than the loop
+        ("exact", {"diff": 2e-5}, "not reproduced", ()),
+        ("exact perflow", {"perflow": 2e-5}, "not reproduced", ()),
+        ("batch cost N=16", SLOW_ONE_N16, "partly", ()),
+        ("batch cost N=16", ALL_N16_SLOW, "not reproduced", ()),
+        # the slow cell is also below the batch-cost rule there
+        ("faster N=8", ONE_SLOW, "partly", ("batch cost N=8",)),
+        ("paper speedup", BELOW_PAPER, "not reproduced", ()),
     ],
 )
-def test_each_row_fails_on_its_own(row, change):
-    claims, v = verdict(_results(**change))
+def test_each_row_fails_on_its_own(row, change, expected, also):
+    kw = {k: v for k, v in change.items() if isinstance(k, str)}
+    cells = {k: v for k, v in change.items() if isinstance(k, tuple)}
+    claims, v = verdict(_results(**kw, cells=cells))
     got = _verdicts(claims)
-    assert got[row] == "not reproduced"
-    assert all(got[k] == "reproduced" for k in ROWS if k != row)
-    assert v == "partly" == summarise([r["verdict"] for r in claims])
+    assert got[row] == expected
+    assert {got[k] for k in ROWS if k != row and k not in also} == {"reproduced"}
+    assert v == summarise([r["verdict"] for r in claims]) == "partly"
 
 
 def test_the_gpu_speed_claim_is_untestable_on_a_cpu():
     # CPU-like numbers: exact and faster, far from 6.1x - not a refutation on a CPU
-    claims, v = verdict(_results(speedups=(1.76, 1.75, 1.57), device="cpu"))
-    assert _verdicts(claims) == {
-        "exact": "reproduced",
-        "paper speedup": "untestable here",
-        "faster": "reproduced",
-    }
+    cpu = {(m, n): {"steady": 20.0, "batch": 21.0} for m in MODELS for n in (4, 8, 16)}
+    claims, v = verdict(_results(device="cpu", cells=cpu))
+    got = _verdicts(claims)
+    assert got["paper speedup"] == "untestable here"
+    assert {got[k] for k in ROWS if k != "paper speedup"} == {"reproduced"}
     assert v == "reproduced"
-    assert "measured on cpu" in claims[1]["evidence"] and "1.76x" in claims[1]["evidence"]
-    claims, v = verdict(_results(diff=1.0, speedups=(0.8, 0.9, 0.9), device="cpu"))
-    assert v == "not reproduced" and _verdicts(claims)["paper speedup"] == "untestable here"
+    assert "measured on cpu" in claims[-1]["evidence"] and "2.00x" in claims[-1]["evidence"]
+
+
+def test_exactness_is_relative_to_the_samples_scale():
+    res = _results(diff=5e-5)
+    res["exact"]["flow matching"]["max |sequential|"] = 10.0  # 5e-6 of the scale
+    assert _verdicts(verdict(res)[0])["exact"] == "reproduced"
 
 
 def test_verdict_is_pure():

@@ -1,22 +1,26 @@
 """icml26.streamflow: streaming, batched rectified-flow inference on diffusers models.
 
 StreamFlow (project page world-snapshot.github.io/StreamFlow; authors' code
-World-Snapshot/StreamFlow) speeds up flow-matching samplers by (1) vectorised time-step
-batching: one model call over samples at different time steps, and (2) pipeline ("stream")
+World-Snapshot/StreamFlow) speeds up flow samplers by (1) vectorised time-step batching: one model
+call over samples at different time steps, with every step coefficient gathered per sample
+(for PeRFlow's piecewise windows too, the paper's Algorithm 1), and (2) pipeline ("stream")
 batching: a buffer of N in-flight samples at stages 0..N-1, one model call per new input, one
 finished sample out per call.
 
-Implemented: ``BatchedFlowScheduler`` (diffusers' flow-matching Euler schedule with per-sample step
-indices), ``StreamPipeline`` (static ring buffer, fused Euler update and CFG combine, eager /
-torch.compile / CUDA-graph backends, VAE decode per emitted sample), ``DiffusersDenoiser`` (wraps
-diffusers UNets and transformer denoisers), the sequential baseline, and a digits model trained
-here. Not implemented: PeRFlow's piecewise windows (their Alg. 1 window lookup).
+Implemented: ``BatchedFlowScheduler`` (diffusers' flow-matching Euler schedule, from a scheduler
+instance with shift, dynamic shifting or custom sigmas), ``PeRFlowWindows`` (PeRFlow's windows,
+eps- and velocity-parameterised), ``StreamPipeline`` (static ring buffer with host-side
+bookkeeping, no device sync per push; eager / torch.compile / CUDA-graph backends; guidance;
+image-to-image), ``DiffusersDenoiser`` (UNet2D, UNet2DCondition, DiT, SD3 and Flux
+transformers), ``VaeDecoder`` / ``encode_image``, ``from_pipe`` (a stream from a loaded
+diffusers pipeline), the sequential baseline, and a digits model trained here.
 """
 
 from icml26.streamflow._results import package_version
+from icml26.streamflow.adapters import DiffusersDenoiser, VaeDecoder, encode_image, from_pipe
 from icml26.streamflow.model import digits_images, train_flow_matching, unet
-from icml26.streamflow.pipeline import DiffusersDenoiser, StreamPipeline, sequential_sample
-from icml26.streamflow.scheduler import BatchedFlowScheduler
+from icml26.streamflow.pipeline import StreamPipeline, sequential_sample
+from icml26.streamflow.scheduler import BatchedFlowScheduler, PeRFlowWindows, flux_mu
 
 # The version lives in pyproject.toml only (installed metadata, or the source tree's file).
 __version__ = package_version("icml26-streamflow", __file__)
@@ -24,8 +28,13 @@ __version__ = package_version("icml26-streamflow", __file__)
 __all__ = [
     "BatchedFlowScheduler",
     "DiffusersDenoiser",
+    "PeRFlowWindows",
     "StreamPipeline",
+    "VaeDecoder",
     "digits_images",
+    "encode_image",
+    "flux_mu",
+    "from_pipe",
     "sequential_sample",
     "train_flow_matching",
     "unet",
