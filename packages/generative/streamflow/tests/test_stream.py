@@ -53,6 +53,15 @@ def test_per_sample_dt_with_heterogeneous_steps():
     assert_close(s.timestep(k), s.timesteps[k])
 
 
+def test_mu_needs_dynamic_shifting():
+    with pytest.raises(ValueError, match="use_dynamic_shifting"):
+        BatchedFlowScheduler(4, mu=1.0)
+    shifted = BatchedFlowScheduler(4, mu=1.0, use_dynamic_shifting=True)
+    assert not torch.equal(shifted.sigmas, BatchedFlowScheduler(4).sigmas)
+    with pytest.raises(ValueError, match="does not use dynamic shifting"):
+        BatchedFlowScheduler.from_diffusers(FlowMatchEulerDiscreteScheduler(), 4, mu=1.0)
+
+
 def test_scheduler_matches_diffusers_for_homogeneous_steps():
     ref = FlowMatchEulerDiscreteScheduler()
     ref.set_timesteps(5)

@@ -160,12 +160,12 @@ class DiffusersDenoiser(nn.Module):
         # Flux's rotary position ids: (row, column) per image token, zeros per text token;
         # built once per shape (the stream's shape never changes).
         key = (h, w, text_len, device, dtype)
-        if key not in self._ids:
-            ids = torch.zeros(h, w, 3)
-            ids[..., 1] += torch.arange(h)[:, None]
-            ids[..., 2] += torch.arange(w)[None, :]
+        if key not in self._ids:  # made on the device: no tensor is built from host data
+            ids = torch.zeros(h, w, 3, device=device, dtype=dtype)
+            ids[..., 1] += torch.arange(h, device=device, dtype=dtype)[:, None]
+            ids[..., 2] += torch.arange(w, device=device, dtype=dtype)[None, :]
             self._ids[key] = (
-                ids.reshape(h * w, 3).to(device, dtype),
+                ids.reshape(h * w, 3),
                 torch.zeros(text_len, 3, device=device, dtype=dtype),
             )
         return self._ids[key]

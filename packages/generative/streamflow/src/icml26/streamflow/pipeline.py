@@ -194,7 +194,7 @@ class StreamPipeline:
                 )
             self.latents[slot].copy_(x)
             self._set_condition(slot, condition)
-            self.stage[slot] = 0  # a fill on the device, no read
+            self.stage[slot : slot + 1].fill_(0)  # a fill kernel: no read, no host tensor
             self._stage[slot] = 0
         elif condition is not None or image is not None:
             raise ValueError("condition and image need noise (push(None) only advances)")
@@ -211,7 +211,7 @@ class StreamPipeline:
         self.stage.add_((self.stage >= 0).long())
         self._stage = [s + 1 if s >= 0 else s for s in self._stage]
         if done is not None:  # freed: the next push reuses it, so N slots always suffice
-            self.stage[done] = -1
+            self.stage[done : done + 1].fill_(-1)
             self._stage[done] = -1
         if out is not None and self.decode is not None:
             with torch.no_grad():

@@ -88,6 +88,8 @@ class BatchedFlowScheduler(_Tables):
     ):
         from diffusers import FlowMatchEulerDiscreteScheduler
 
+        if mu is not None and not use_dynamic_shifting:
+            raise ValueError("mu is the dynamic-shifting parameter: pass use_dynamic_shifting=True")
         ref = FlowMatchEulerDiscreteScheduler(
             num_train_timesteps=num_train_timesteps,
             shift=shift,
@@ -120,8 +122,11 @@ class BatchedFlowScheduler(_Tables):
                 "stochastic_sampling re-noises every step; the stream implements the "
                 "deterministic Euler step only"
             )
-        if scheduler.config.get("use_dynamic_shifting", False) and mu is None:
+        dynamic = scheduler.config.get("use_dynamic_shifting", False)
+        if dynamic and mu is None:
             raise ValueError("this scheduler uses dynamic shifting: pass mu (see `flux_mu`)")
+        if mu is not None and not dynamic:
+            raise ValueError("mu is given but this scheduler does not use dynamic shifting")
         self = cls.__new__(cls)
         self._read(copy.deepcopy(scheduler), _check_steps(num_steps), sigmas, mu)
         return self
