@@ -29,6 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
+from icml26.kernels._triton_common import program_id64
 from icml26.kernels.attention import check_attention_inputs
 
 _LOG2E = 1.4426950408889634
@@ -67,7 +68,7 @@ def _attn_fwd_kernel(
     BLOCK_D: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
-    bh = tl.program_id(1)
+    bh = program_id64(1)
     b = bh // H
     h = bh % H
     hk = h // G  # query head h reads KV head h // G
@@ -170,7 +171,7 @@ def _attn_bwd_dkdv_kernel(
     BLOCK_D: tl.constexpr,
 ):
     pid_n = tl.program_id(0)
-    bhk = tl.program_id(1)  # batch x KV head
+    bhk = program_id64(1)  # batch x KV head
     h_kv = H // G
     b = bhk // h_kv
     hk = bhk % h_kv
@@ -226,7 +227,7 @@ def _attn_bwd_dq_kernel(
     BLOCK_D: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
-    bh = tl.program_id(1)
+    bh = program_id64(1)
     b = bh // H
     bhk = b * (H // G) + (bh % H) // G
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)

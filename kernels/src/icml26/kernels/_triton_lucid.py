@@ -32,6 +32,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from icml26.kernels._triton_common import program_id64
 from icml26.kernels.lucid import check_decode_inputs, check_lucid_inputs, compute_dtype
 
 # Read once: Triton itself decides between compiling and interpreting when a kernel is defined.
@@ -102,7 +103,7 @@ def _lucid_substitution_kernel(
     BLOCK_DV: tl.constexpr,
     REVERSE: tl.constexpr,
 ):
-    bh = tl.program_id(0)
+    bh = program_id64(0)
     col0 = tl.program_id(1) * BLOCK_DV
     r = tl.arange(0, BLOCK)
     ck = tl.arange(0, BLOCK_DK)
@@ -205,7 +206,7 @@ def _lucid_panel_update_kernel(
     # block is independent, so this is one parallel launch per panel. The same formula serves
     # the backward (rows before the panel, L^T): (L^T)_rj = L_jr = exp(sqrt(d) (u_r . u_j - 1)).
     r_blk = ROW_BLK0 + tl.program_id(0)
-    bh = tl.program_id(1)
+    bh = program_id64(1)
     col0 = tl.program_id(2) * BLOCK_DV
     r = tl.arange(0, BLOCK)
     ck = tl.arange(0, BLOCK_DK)
@@ -304,7 +305,7 @@ def _lucid_key_grad_kernel(
     #     du_i = sum_{b < i} dC_ib u_b  +  sum_{a > i} dC_ai u_a,
     # built here block by block: row block i against every column block j (both parts), so no
     # (T, T) matrix is ever stored.
-    bh = tl.program_id(0)
+    bh = program_id64(0)
     i = tl.program_id(1)
     r = tl.arange(0, BLOCK)
     ck = tl.arange(0, BLOCK_DK)
@@ -488,7 +489,7 @@ def _lucid_decode_kernel(
     BLOCK_G: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    pid = tl.program_id(0)
+    pid = program_id64(0)
     b = pid // H_KV
     h = pid % H_KV
     offs_d = tl.arange(0, BLOCK_D)

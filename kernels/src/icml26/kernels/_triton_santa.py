@@ -15,6 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
+from icml26.kernels._triton_common import program_id64
 from icml26.kernels.santa import (
     SantaOutput,
     TileStats,
@@ -58,8 +59,8 @@ def _santa_tile_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    b = tl.program_id(0)
-    h = tl.program_id(1)
+    b = program_id64(0)
+    h = program_id64(1)
     t = tl.program_id(2)
     H = tl.num_programs(1)
     kvh = h // group

@@ -1,0 +1,414 @@
+#!/usr/bin/env python
+"""The first thing to run on a CUDA machine for icml26-kernels: every op's compiled Triton kernel
+against its reference at real sizes in fp32 / fp16 / bf16, then timings against the best
+baseline with CUDA events, written as one markdown table.
+
+Needs torch and triton only (no uv, no network, no install): run it from a source tree,
+
+    python kernels/gpu_check.py [--out FILE] [--repeats N] [--quick]
+
+Without CUDA it says so and exits 0 (the kernels are tested on the CPU through Triton's
+interpreter by the test suite). ``--self-test`` runs the correctness section at tiny sizes
+through the interpreter on the CPU, so the script itself is tested where no GPU is.
+
+Correctness: each op's kernel (``ICML26_KERNELS=triton``) against its reference computed in
+float64 from the same inputs, with the op's tolerance for the input dtype; SANTA against the
+reference's counts with the same seed; rANS exactly. Exit status 1 if any check fails.
+
+Timings (CUDA events, warm-up then the median of ``--repeats``), each with its baseline and the
+goal the suite set for it:
+
+- LUCID forward + backward (solve + attention on V') vs FlashAttention-2 through SDPA (flash
+  backend, native GQA), bf16, T = 8K: goal <= 1.5x;
+- LUCID decode step vs a standard decode step (SDPA, one query, GQA) at a 32K cache: goal
+  <= 1.1x;
+- SANTA decode (tile_fixed, 256-key tiles, ~16 draws per tile) vs dense decode (SDPA) at 32K
+  and 128K, bf16: goal >= 1.3x faster at 32K;
+- softmax_attention (the flash-style kernel) vs SDPA flash, forward + backward at 8K: no goal,
+  the reference point for LUCID's ratio;
+- rANS decode of a 576 x 576 weight matrix vs one bf16 matmul with it (16 tokens): no goal; the
+  price of decoding on the fly per forward.
+"""
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def _paths() -> None:
+    # From a source tree: the kernels' src and the testing toolkit need no install.
+    for p in (HERE / "src", ROOT / "shared" / "testing" / "src"):
+        if p.is_dir() and str(p) not in sys.path:
+            sys.path.insert(0, str(p))
+
+
+TINY = dict(T=40, N=70, D=16, Hq=4, Hkv=2, lanes=8, symbols=3000, santa_n=150, block=32)
+REAL = dict(
+    T=2048, N=8192, D=128, Hq=8, Hkv=2, lanes=576, symbols=576 * 576, santa_n=32768, block=256
+)
+
+
+class Checks:
+    """Collects correctness rows: (op, dtype, max error, tolerance, ok). A row fails when the
+    op ran its reference instead of the Triton kernel (a check of the reference against itself
+    would pass vacuously)."""
+
+    def __init__(self):
+        self.rows: list[tuple[str, str, str, str, bool]] = []
+
+    def ran_triton(self, name: str) -> bool:
+        from icml26.kernels.dispatch import _REGISTRY, Backend
+
+        key = name.split()[0]
+        # lucid_attention is the solve then attention on V': both ops must have run Triton
+        keys = ("lucid_solve", "softmax_attention") if key == "lucid_attention" else (key,)
+        return all(_REGISTRY[k].last_backend is Backend.TRITON for k in keys)
+
+    def close(self, op, dtype, got, ref, tol) -> None:
+        import torch
+
+        if not self.ran_triton(op):
+            self.rows.append(
+                (op, str(dtype).replace("torch.", ""), "-", "ran the reference", False)
+            )
+            return
+        atol, rtol = tol
+        got, ref = got.double(), ref.double()
+        err = (got - ref).abs()
+        bound = atol + rtol * ref.abs()
+        ok = bool(torch.isfinite(got).all()) and bool((err <= bound).all())
+        rel = (err / bound).max().item() if err.numel() else 0.0
+        self.rows.append(
+            (
+                op,
+                str(dtype).replace("torch.", ""),
+                f"{err.max().item():.2e}",
+                f"atol {atol:g} rtol {rtol:g} (worst {rel:.2f} of it)",
+                ok,
+            )
+        )
+
+    def exact(self, op, dtype, same: bool, what: str) -> None:
+        if not self.ran_triton(op):
+            same, what = False, "ran the reference"
+        self.rows.append((op, dtype, what, "exact", same))
+
+
+def correctness(device: str, sizes: dict, dtypes) -> Checks:
+    import torch
+
+    from icml26.kernels.attention import softmax_attention, softmax_attention_reference
+    from icml26.kernels.entropy import quantize_frequencies, rans_decode, rans_encode
+    from icml26.kernels.lucid import (
+        lucid_attention,
+        lucid_attention_reference,
+        lucid_decode,
+        lucid_decode_reference,
+        lucid_solve,
+        lucid_solve_reference,
+    )
+    from icml26.kernels.santa import santa_decode, santa_decode_reference
+
+    c = Checks()
+    g = torch.Generator().manual_seed(0)
+    T, N, D, Hq, Hkv = sizes["T"], sizes["N"], sizes["D"], sizes["Hq"], sizes["Hkv"]
+
+    def rnd(*shape, dtype, scale=1.0):
+        return (scale * torch.randn(*shape, generator=g)).to(device, dtype)
+
+    for dt in dtypes:
+        q, k, v = (
+            rnd(1, Hq, T, D, dtype=dt),
+            rnd(1, Hkv, T, D, dtype=dt),
+            rnd(1, Hkv, T, D, dtype=dt),
+        )
+        # softmax attention, forward and the three gradients
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        out = softmax_attention(*leaves, causal=True)
+        grad = torch.randn(out.shape, generator=g).to(device, dt)
+        out.backward(grad)
+        ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+        ref = softmax_attention_reference(*ref_leaves, causal=True)
+        ref.backward(grad.double())
+        tol = softmax_attention.tolerance(dt)
+        c.close("softmax_attention fwd", dt, out, ref, tol)
+        for name, a, b in zip("qkv", leaves, ref_leaves, strict=True):
+            c.close(f"softmax_attention d{name}", dt, a.grad, b.grad, tol)
+        if dt != torch.bfloat16:  # the LUCID ops take fp32 / fp16 (bf16 is upcast by callers)
+            kk = [t.detach().requires_grad_() for t in (k, v)]
+            vp = lucid_solve(*kk)
+            gv = torch.randn(vp.shape, generator=g).to(device, vp.dtype)
+            vp.backward(gv)
+            rk = [t.detach().double().requires_grad_() for t in (k, v)]
+            rvp = lucid_solve_reference(*rk)
+            rvp.backward(gv.double())
+            tol = lucid_solve.tolerance(dt)
+            c.close("lucid_solve fwd", dt, vp, rvp, tol)
+            c.close("lucid_solve dk", dt, kk[0].grad, rk[0].grad, tol)
+            c.close("lucid_solve dv", dt, kk[1].grad, rk[1].grad, tol)
+            out = lucid_attention(q, k, v)
+            ref = lucid_attention_reference(q.double(), k.double(), v.double())
+            c.close("lucid_attention fwd", dt, out, ref, lucid_solve.tolerance(dt))
+            kc, vpc = rnd(1, Hkv, N, D, dtype=dt), rnd(1, Hkv, N, D, dtype=dt, scale=0.5)
+            qd, kn, vn = rnd(1, Hq, D, dtype=dt), rnd(1, Hkv, D, dtype=dt), rnd(1, Hkv, D, dtype=dt)
+            o, vpn = lucid_decode(qd, kc, vpc, kn, vn)
+            ro, rvpn = lucid_decode_reference(*(t.double() for t in (qd, kc, vpc, kn, vn)))
+            tol = lucid_decode.tolerance(dt)
+            c.close("lucid_decode out", dt, o, ro, tol)
+            c.close("lucid_decode v'", dt, vpn, rvpn, tol)
+        # SANTA: counts equal to the reference's for the same seed, outputs within tolerance
+        n = sizes["santa_n"]
+        sq, sk, sv = (
+            rnd(2, Hq, D, dtype=dt, scale=2.0),
+            rnd(2, Hkv, n, D, dtype=dt),
+            rnd(2, Hkv, n, D, dtype=dt),
+        )
+        for mode in ("systematic", "tile_fixed", "tile_prop"):
+            S = 16 * math.ceil(n / sizes["block"])  # ~16 draws per tile, the paper's setting
+            res, cnt = santa_decode(sq, sk, sv, S, mode, sizes["block"], seed=3, return_counts=True)
+            rres, rcnt = santa_decode_reference(
+                sq.double(),
+                sk.double(),
+                sv.double(),
+                S,
+                mode,
+                sizes["block"],
+                seed=3,
+                return_counts=True,
+            )
+            agree = (cnt.cpu() == rcnt.cpu()).double().mean().item()
+            c.exact(
+                f"santa_decode {mode} counts",
+                str(dt).replace("torch.", ""),
+                agree == 1.0,
+                f"{agree:.6f} of rows agree",
+            )
+            c.close(f"santa_decode {mode} out", dt, res.out, rres.out, santa_decode.tolerance(dt))
+    # rANS: exact round trip of a quantised-weight-like symbol stream
+    sym = torch.randint(0, 16, (sizes["symbols"],), generator=g)
+    sym = torch.where(torch.rand(sym.shape, generator=g) < 0.7, 7, sym)  # skewed, like FP8 codes
+    freqs = quantize_frequencies(torch.bincount(sym, minlength=16), prob_bits=12)
+    streams = rans_encode(sym, freqs, lanes=sizes["lanes"])
+    dec = rans_decode(
+        streams.words.to(device), streams.starts.to(device), freqs.to(device), sym.numel()
+    )
+    c.exact("rans_decode", "int", torch.equal(dec.cpu(), sym), f"{sym.numel()} symbols")
+    return c
+
+
+def _events_ms(fn, repeats: int) -> float:
+    import torch
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def timings(repeats: int, quick: bool) -> list[tuple[str, str, str, str, str]]:
+    """(what, kernel ms, baseline ms, ratio, goal) rows."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from icml26.kernels.attention import softmax_attention
+    from icml26.kernels.entropy import quantize_frequencies, rans_decode, rans_encode
+    from icml26.kernels.lucid import lucid_attention
+
+    dev, bf = "cuda", torch.bfloat16
+    rows = []
+    T = 2048 if quick else 8192
+    Hq, Hkv, D = 32, 8, 128
+
+    def fa2_step(q, k, v):
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        out.backward(torch.ones_like(out))
+
+    q = torch.randn(1, Hq, T, D, device=dev, dtype=bf, requires_grad=True)
+    k = torch.randn(1, Hkv, T, D, device=dev, dtype=bf, requires_grad=True)
+    v = torch.randn(1, Hkv, T, D, device=dev, dtype=bf, requires_grad=True)
+    base = _events_ms(lambda: fa2_step(q, k, v), repeats)
+
+    def ours(fn):
+        def step():
+            out = fn(q, k, v)
+            out.backward(torch.ones_like(out))
+
+        return step
+
+    for name, fn, goal in (
+        ("softmax_attention fwd+bwd", lambda a, b, c: softmax_attention(a, b, c), "-"),
+        ("LUCID attention fwd+bwd", lambda a, b, c: lucid_attention(a, b, c), "<= 1.5x"),
+    ):
+        t = _events_ms(ours(fn), repeats)
+        rows.append(
+            (
+                f"{name}, T={T}, {Hq}/{Hkv} heads, D={D}, bf16",
+                f"{t:.3f}",
+                f"{base:.3f} (FA2 via SDPA)",
+                f"{t / base:.2f}x",
+                goal,
+            )
+        )
+    q.grad = k.grad = v.grad = None
+    for N in (32768,) if quick else (32768, 131072):
+        rows += _decode_rows(N, Hq, Hkv, D, repeats)
+    g = torch.Generator().manual_seed(0)
+    sym = torch.where(
+        torch.rand(576 * 576, generator=g) < 0.7, 7, torch.randint(0, 16, (576 * 576,), generator=g)
+    )
+    freqs = quantize_frequencies(torch.bincount(sym, minlength=16), prob_bits=12)
+    st = rans_encode(sym, freqs, lanes=576)
+    w, s, f = st.words.to(dev), st.starts.to(dev), freqs.to(dev)
+    t = _events_ms(lambda: rans_decode(w, s, f, sym.numel()), repeats)
+    W = torch.randn(576, 576, device=dev, dtype=bf)
+    x = torch.randn(16, 576, device=dev, dtype=bf)
+    base = _events_ms(lambda: x @ W, repeats)
+    rows.append(
+        (
+            "rANS decode 576x576 (576 lanes)",
+            f"{t:.3f}",
+            f"{base:.3f} (bf16 matmul, 16 tokens)",
+            f"{t / base:.1f}x",
+            "-",
+        )
+    )
+    return rows
+
+
+def _decode_rows(N: int, Hq: int, Hkv: int, D: int, repeats: int) -> list:
+    """SANTA decode vs dense decode at a cache of N tokens; at 32K also LUCID's decode step."""
+    import torch
+    import torch.nn.functional as F
+
+    from icml26.kernels.lucid import lucid_decode
+    from icml26.kernels.santa import santa_decode
+
+    dev, bf = "cuda", torch.bfloat16
+    kc = torch.randn(1, Hkv, N, D, device=dev, dtype=bf)
+    vc = torch.randn(1, Hkv, N, D, device=dev, dtype=bf)
+    qd = torch.randn(1, Hq, 1, D, device=dev, dtype=bf)
+    base = _events_ms(lambda: F.scaled_dot_product_attention(qd, kc, vc, enable_gqa=True), repeats)
+    S = 16 * (N // 256)  # ~16 draws per 256-key tile, the paper's operating point
+    t = _events_ms(lambda: santa_decode(qd[:, :, 0], kc, vc, S, "tile_fixed", 256), repeats)
+    rows = [
+        (
+            f"SANTA decode tile_fixed S={S}, N={N}, bf16",
+            f"{t:.3f}",
+            f"{base:.3f} (SDPA decode)",
+            f"{base / t:.2f}x faster",
+            ">= 1.3x at 32K" if N == 32768 else "-",
+        )
+    ]
+    if N == 32768:
+        kf, vf = kc.float(), vc.float()
+        qf, kn, vn = qd[:, :, 0].float(), kf[:, :, 0], vf[:, :, 0]
+        t = _events_ms(lambda: lucid_decode(qf, kf, vf, kn, vn), repeats)
+        b32 = _events_ms(
+            lambda: F.scaled_dot_product_attention(qf[:, :, None], kf, vf, enable_gqa=True),
+            repeats,
+        )
+        rows.append(
+            (
+                f"LUCID decode step, N={N}, fp32 cache",
+                f"{t:.3f}",
+                f"{b32:.3f} (SDPA decode, fp32)",
+                f"{t / b32:.2f}x",
+                "<= 1.1x",
+            )
+        )
+    return rows
+
+
+def table(checks: Checks, times, device: str) -> str:
+    lines = [
+        f"# icml26-kernels GPU check ({device})",
+        "",
+        "## Correctness",
+        "",
+        "| op | dtype | max error | tolerance | ok |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {a} | {b} | {c} | {d} | {'yes' if ok else '**NO**'} |" for a, b, c, d, ok in checks.rows
+    ]
+    if times:
+        lines += [
+            "",
+            "## Timings (CUDA events, median)",
+            "",
+            "| what | kernel ms | baseline ms | ratio | goal |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [f"| {' | '.join(r)} |" for r in times]
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("runs/kernels_gpu_check.md"))
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer timings")
+    ap.add_argument(
+        "--self-test",
+        action="store_true",
+        help="the correctness section at tiny sizes through Triton's interpreter on the CPU",
+    )
+    args = ap.parse_args(argv)
+    if args.self_test:
+        os.environ["ICML26_KERNELS"] = "interpret"
+        os.environ["TRITON_INTERPRET"] = "1"
+    _paths()
+    import torch
+
+    if args.self_test:
+        t0 = time.perf_counter()
+        checks = correctness("cpu", TINY, (torch.float32, torch.float16))
+        text = table(checks, None, "cpu, Triton interpreter, tiny sizes")
+    else:
+        if not torch.cuda.is_available():
+            print(
+                "gpu_check: no CUDA device here: nothing to check or time (the kernels are "
+                "tested on the CPU through Triton's interpreter by the test suite; "
+                "--self-test runs this script's checks that way)"
+            )
+            return 0
+        os.environ["ICML26_KERNELS"] = "triton"
+        t0 = time.perf_counter()
+        checks = correctness("cuda", REAL, (torch.float32, torch.float16, torch.bfloat16))
+        times = timings(args.repeats, args.quick)
+        text = table(checks, times, torch.cuda.get_device_name())
+    print(text)
+    _write(args.out, text)
+    print(
+        f"gpu_check: {len(checks.rows)} checks, {sum(not r[4] for r in checks.rows)} failed, "
+        f"{time.perf_counter() - t0:.0f} s -> {args.out}"
+    )
+    return 0 if all(r[4] for r in checks.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Offsets that pass 2^31: every kernel takes its batch / head program ids as int64
+(``program_id64``), so ``bh * T * D`` does not wrap once B H T D passes 2^31 (B = 4, H = 32,
+T = 128K, D = 128 is exactly 2^31).
+
+Through the interpreter, a kernel builds the base offsets of a large *virtual* shape (nothing of
+that size is allocated: only the offsets are stored) and they are compared with Python's
+integers; the same kernel with plain ``tl.program_id`` wraps, so the check can fail."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from icml26.kernels import triton_available
+
+pytestmark = pytest.mark.skipif(not triton_available(), reason="needs Triton")
+SRC = Path(__file__).resolve().parents[1] / "src" / "icml26" / "kernels"
+program_id64 = None  # the helper under test, bound by _kernels() before the kernel is defined
+
+
+def _kernels():
+    os.environ["TRITON_INTERPRET"] = "1"  # before the first kernel is defined
+    import triton
+    import triton.language as tl
+
+    from icml26.kernels import _triton_common
+
+    global program_id64  # a jit function resolves the helpers it calls among module globals
+    program_id64 = _triton_common.program_id64
+
+    @triton.jit
+    def last_offsets(OUT, T, D, WIDE: tl.constexpr):
+        # the offset of the last element of (batch x head) slab bh in a (B, H, T, D) tensor
+        if WIDE:
+            bh = program_id64(0)
+        else:
+            bh = tl.program_id(0)
+        tl.store(OUT + tl.program_id(0), bh * T * D + (T - 1) * D + (D - 1))
+
+    return last_offsets
+
+
+@pytest.mark.parametrize(("B", "H", "T", "D"), [(5, 32, 131072, 128), (2, 9, 1 << 20, 128)])
+def test_large_virtual_shape_offsets_do_not_wrap(B, H, T, D):
+    if os.environ.get("TRITON_INTERPRET") not in (None, "1") or torch.cuda.is_available():
+        pytest.skip("interpreter check")
+    kernel = _kernels()
+    out = torch.zeros(B * H, dtype=torch.int64)
+    kernel[(B * H,)](out, T, D, WIDE=True)
+    expected = torch.tensor([bh * T * D + (T - 1) * D + D - 1 for bh in range(B * H)])
+    assert expected.max() >= 2**31  # the shape does pass int32
+    assert torch.equal(out, expected)
+    narrow = torch.zeros(B * H, dtype=torch.int64)
+    kernel[(B * H,)](narrow, T, D, WIDE=False)
+    assert not torch.equal(narrow, expected)  # int32 program ids wrap: the check can fail
+
+
+def test_every_batch_or_head_program_id_is_int64():
+    # A batch / head index (b, h, bh, bhk, pid) taken with plain tl.program_id would bring the
+    # wrap back; row-block and lane indices stay int32 (their offsets stay far below 2^31).
+    plain = re.compile(r"^\s*(b|h|bh|bhk|pid)\s*=\s*tl\.program_id\(", re.M)
+    offenders = {
+        p.name: plain.findall(p.read_text())
+        for p in SRC.glob("_triton_*.py")
+        if plain.search(p.read_text())
+    }
+    assert offenders == {}
+    uses = sum(p.read_text().count("program_id64(") for p in SRC.glob("_triton_*.py"))
+    assert uses >= 9  # attention (3 kernels), LUCID (4), SANTA (b, h), plus the definition
