@@ -266,6 +266,31 @@ def test_triton_fused_decode_matches_the_reference(monkeypatch, B, H, Hkv, N, D,
     assert_close(vp_t, ref_vp, atol=atol, rtol=rtol)
 
 
+@needs_triton
+@pytest.mark.parametrize(
+    "N,splits",
+    [(70, 1), (70, 2), (70, 3), (200, 4), (37, 8), (0, 2)],  # 8 and 2: more splits than blocks
+)
+def test_triton_decode_split_over_the_cache_matches_the_reference(monkeypatch, N, splits):
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    from icml26.kernels._triton_lucid import lucid_decode_triton
+
+    g = torch.Generator().manual_seed(N + splits)
+    B, H, Hkv, D = 2, 6, 2, 16
+    q, k_new, v_new = (torch.randn(B, h, D, generator=g) for h in (H, Hkv, Hkv))
+    k_cache, vp_cache = (torch.randn(B, Hkv, N, D, generator=g) for _ in range(2))
+    # peaked scores: the chunks' partial maxima differ, so the merge's rescaling matters
+    q = 3 * q
+    out, vp_t = lucid_decode_triton(q, k_cache, vp_cache, k_new, v_new, num_splits=splits)
+    ref_out, ref_vp = lucid_decode_reference(*(t.double() for t in (q, k_cache, vp_cache,
+                                                                    k_new, v_new)))  # fmt: skip
+    atol, rtol = lucid_decode.tolerance(torch.float32)
+    assert_close(out, ref_out, atol=atol, rtol=rtol)
+    assert_close(vp_t, ref_vp, atol=atol, rtol=rtol)
+    with pytest.raises(ValueError, match="num_splits"):
+        lucid_decode_triton(q, k_cache, vp_cache, k_new, v_new, num_splits=-1)
+
+
 def test_decode_bad_inputs():
     q, k, v = torch.zeros(1, 2, 8), torch.zeros(1, 1, 3, 8), torch.zeros(1, 1, 8)
     with pytest.raises(ValueError, match="head dimension"):

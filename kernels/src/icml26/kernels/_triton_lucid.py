@@ -449,24 +449,35 @@ def lucid_solve_triton(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return _LucidSolve.apply(k, v)
 
 
-# -- the fused decode step ----------------------------------------------------------------------
-# One program per (batch, KV head) serves the G = H / H_kv query heads of its group. A single pass
-# over the cache reads each (k_j, v'_j) block once and feeds both sums of the decode rule:
+# -- the fused decode step, split over the cache ------------------------------------------------
+# One program per (batch x KV head, cache split) serves the G = H / H_kv query heads of its group
+# on one contiguous chunk of the cache (flash-decoding's split: at B = 1 and 8 KV heads a single
+# program per head would leave a GPU nearly idle on a long cache). A single pass over its chunk
+# reads each (k_j, v'_j) block once and feeds both sums of the decode rule:
 #
-#     acc_L = sum_{j<N} L_tj v'_j,  L_tj = exp(sqrt(d) (u_t . u_j - 1))   -> v'_t = v_t - acc_L
-#     online softmax over s_gj = scale q_g . k_j  (running max m_g, sum l_g, acc_g)
+#     acc_L = sum_{j in chunk} L_tj v'_j,  L_tj = exp(sqrt(d) (u_t . u_j - 1))
+#     online softmax over s_gj = scale q_g . k_j: partial max m_g, sum l_g, accumulator acc_g
 #
-# and the new token's own term (key k_t, value v'_t) joins the softmax after the pass.
+# A merge program per (batch x KV head) then sums acc_L over the chunks (v'_t = v_t - acc_L),
+# rescales the partial softmaxes to their common max, and adds the new token's own term (key
+# k_t, value v'_t), which needs v'_t and so can only join after every chunk.
+#
+# The key norms are recomputed from the K rows each step rather than cached: the rows are in
+# registers for the scores anyway, so a norm costs D multiply-adds per row on data already
+# read, in a step whose time is the cache read.
 @triton.jit
-def _lucid_decode_kernel(
+def _lucid_decode_split_kernel(
     Q,  # (B, H_kv, G, D)
     KC,  # (B, H_kv, N, D)
     VC,  # (B, H_kv, N, D) V' cache
     KN,  # (B, H_kv, D)
-    VN,  # (B, H_kv, D)
-    OUT,  # (B, H_kv, G, D) fp32
-    VPN,  # (B, H_kv, D) fp32: v'_t
+    ACC_L,  # (B * H_kv, SPLITS, D) fp32: partial preconditioner sums
+    M,  # (B * H_kv, SPLITS, G) fp32: partial maxima
+    L,  # (B * H_kv, SPLITS, G) fp32: partial sums
+    ACC,  # (B * H_kv, SPLITS, G, D) fp32: partial accumulators
     N,
+    CHUNK,  # cache rows per split (a multiple of BLOCK_N)
+    SPLITS,
     G,
     D,
     H_KV,
@@ -483,13 +494,12 @@ def _lucid_decode_kernel(
     svc_n,
     skn_b,
     skn_h,
-    svn_b,
-    svn_h,
     BLOCK_N: tl.constexpr,
     BLOCK_G: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
     pid = program_id64(0)
+    split = tl.program_id(1)
     b = pid // H_KV
     h = pid % H_KV
     offs_d = tl.arange(0, BLOCK_D)
@@ -502,15 +512,16 @@ def _lucid_decode_kernel(
         other=0.0,
     ).to(tl.float32)  # (BLOCK_G, BLOCK_D)
     k_new = tl.load(KN + b * skn_b + h * skn_h + offs_d, mask=dmask, other=0.0).to(tl.float32)
-    v_new = tl.load(VN + b * svn_b + h * svn_h + offs_d, mask=dmask, other=0.0).to(tl.float32)
     u_new = k_new / tl.sqrt(tl.sum(k_new * k_new, 0))
     acc_l = tl.zeros([BLOCK_D], dtype=tl.float32)
     m = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
     l = tl.zeros([BLOCK_G], dtype=tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
-    for start in range(0, N, BLOCK_N):
+    lo = split * CHUNK
+    hi = tl.minimum(lo + CHUNK, N)
+    for start in range(lo, hi, BLOCK_N):
         offs_n = start + tl.arange(0, BLOCK_N)
-        nmask = offs_n < N
+        nmask = offs_n < hi
         kv_mask = nmask[:, None] & dmask[None, :]
         k = tl.load(
             KC + b * skc_b + h * skc_h + offs_n[:, None] * skc_n + offs_d[None, :],
@@ -536,21 +547,104 @@ def _lucid_decode_kernel(
         l = l * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * vp[None, :, :], 1)
         m = m_new
-    vp_new = v_new - acc_l
-    s_new = tl.sum(q * k_new[None, :], 1) * scale  # (BLOCK_G,)
-    m_new = tl.maximum(m, s_new)
-    alpha = tl.exp(m - m_new)
-    p_new = tl.exp(s_new - m_new)
-    l = l * alpha + p_new
-    acc = acc * alpha[:, None] + p_new[:, None] * vp_new[None, :]
-    out = acc / l[:, None]
-    base = pid * G * D
+    part = pid * SPLITS + split
+    tl.store(ACC_L + part * D + offs_d, acc_l, mask=dmask)
+    tl.store(M + part * G + offs_g, m, mask=gmask)
+    tl.store(L + part * G + offs_g, l, mask=gmask)
     tl.store(
-        OUT + base + offs_g[:, None] * D + offs_d[None, :],
+        ACC + (part * G + offs_g[:, None]) * D + offs_d[None, :],
+        acc,
+        mask=gmask[:, None] & dmask[None, :],
+    )
+
+
+@triton.jit
+def _lucid_decode_merge_kernel(
+    Q,  # (B, H_kv, G, D)
+    KN,  # (B, H_kv, D)
+    VN,  # (B, H_kv, D)
+    ACC_L,
+    M,
+    L,
+    ACC,
+    OUT,  # (B, H_kv, G, D) fp32
+    VPN,  # (B, H_kv, D) fp32: v'_t
+    SPLITS,
+    G,
+    D,
+    H_KV,
+    scale,
+    sq_b,
+    sq_h,
+    sq_g,
+    skn_b,
+    skn_h,
+    svn_b,
+    svn_h,
+    BLOCK_S: tl.constexpr,
+    BLOCK_G: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    pid = program_id64(0)
+    b = pid // H_KV
+    h = pid % H_KV
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_g = tl.arange(0, BLOCK_G)
+    offs_d = tl.arange(0, BLOCK_D)
+    smask, gmask, dmask = offs_s < SPLITS, offs_g < G, offs_d < D
+    part = pid * SPLITS + offs_s  # (BLOCK_S,)
+    acc_l = tl.sum(
+        tl.load(
+            ACC_L + part[:, None] * D + offs_d[None, :],
+            mask=smask[:, None] & dmask[None, :],
+            other=0.0,
+        ),
+        0,
+    )
+    v_new = tl.load(VN + b * svn_b + h * svn_h + offs_d, mask=dmask, other=0.0).to(tl.float32)
+    vp_new = v_new - acc_l
+    k_new = tl.load(KN + b * skn_b + h * skn_h + offs_d, mask=dmask, other=0.0).to(tl.float32)
+    q = tl.load(
+        Q + b * sq_b + h * sq_h + offs_g[:, None] * sq_g + offs_d[None, :],
+        mask=gmask[:, None] & dmask[None, :],
+        other=0.0,
+    ).to(tl.float32)
+    s_new = tl.sum(q * k_new[None, :], 1) * scale  # (BLOCK_G,)
+    sg_mask = smask[:, None] & gmask[None, :]
+    m = tl.load(M + part[:, None] * G + offs_g[None, :], mask=sg_mask, other=float("-inf"))
+    l = tl.load(L + part[:, None] * G + offs_g[None, :], mask=sg_mask, other=0.0)
+    m_all = tl.maximum(tl.max(m, 0), s_new)  # (BLOCK_G,): finite, s_new is
+    w = tl.exp(m - m_all[None, :])  # (BLOCK_S, BLOCK_G); an empty chunk (m = -inf) weighs 0
+    p_new = tl.exp(s_new - m_all)
+    denom = tl.sum(w * l, 0) + p_new
+    out = p_new[:, None] * vp_new[None, :]
+    for sp in range(0, SPLITS):
+        w_s = tl.exp(
+            tl.load(M + (pid * SPLITS + sp) * G + offs_g, mask=gmask, other=float("-inf")) - m_all
+        )
+        acc_s = tl.load(
+            ACC + ((pid * SPLITS + sp) * G + offs_g[:, None]) * D + offs_d[None, :],
+            mask=gmask[:, None] & dmask[None, :],
+            other=0.0,
+        )
+        out += w_s[:, None] * acc_s
+    out = out / denom[:, None]
+    tl.store(
+        OUT + (pid * G + offs_g[:, None]) * D + offs_d[None, :],
         out,
         mask=gmask[:, None] & dmask[None, :],
     )
     tl.store(VPN + pid * D + offs_d, vp_new, mask=dmask)
+
+
+def decode_splits(bh: int, n: int, block_n: int, target_programs: int = 264) -> int:
+    """Cache chunks per (batch, KV head): enough programs to fill a GPU (about two per SM of a
+    132-SM part) at small batch, never a chunk under 4 blocks. Under the interpreter, chunks of
+    one block, so short test caches cross several splits."""
+    blocks = triton.cdiv(max(n, 1), block_n)
+    if _INTERPRET:
+        return blocks
+    return max(1, min(triton.cdiv(blocks, 4), triton.cdiv(target_programs, bh)))
 
 
 def lucid_decode_triton(
@@ -560,9 +654,11 @@ def lucid_decode_triton(
     k_new: torch.Tensor,
     v_new: torch.Tensor,
     scale: float | None = None,
+    num_splits: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One fused decode step (see ``lucid_decode_reference``): (out (B, H, D) in q's dtype,
-    v'_t (B, H_kv, D) fp32)."""
+    """One decode step (see ``lucid_decode_reference``), split over the cache and merged:
+    (out (B, H, D) in q's dtype, v'_t (B, H_kv, D) fp32). ``num_splits``: cache chunks per
+    (batch, KV head); default :func:`decode_splits`."""
     check_decode_inputs(q, k_cache, vp_cache, k_new, v_new)
     if compute_dtype(q.dtype) != torch.float32:
         raise TypeError("the Triton LUCID decode computes in fp32: use the reference for fp64")
@@ -580,28 +676,39 @@ def lucid_decode_triton(
 
     kc, vc = last_contiguous(k_cache), last_contiguous(vp_cache)
     kn, vn = last_contiguous(k_new), last_contiguous(v_new)
-    out = torch.empty(B, H_kv, G, D, device=q.device, dtype=torch.float32)
-    vp_t = torch.empty(B, H_kv, D, device=q.device, dtype=torch.float32)
     block_d = triton.next_power_of_2(D)
     block_g = triton.next_power_of_2(G)
     block_n = max(16, min(64, 4096 // (block_d * block_g)))
-    _lucid_decode_kernel[(B * H_kv,)](
+    if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
+        raise ValueError(f"num_splits must be a positive integer, got {num_splits!r}")
+    splits = num_splits or decode_splits(B * H_kv, N, block_n)
+    chunk = block_n * triton.cdiv(triton.cdiv(max(N, 1), splits), block_n)
+    splits = max(1, triton.cdiv(N, chunk))  # no empty trailing chunk
+    dev, f32 = q.device, torch.float32
+    acc_l = torch.empty(B * H_kv, splits, D, device=dev, dtype=f32)
+    m = torch.empty(B * H_kv, splits, G, device=dev, dtype=f32)
+    l = torch.empty(B * H_kv, splits, G, device=dev, dtype=f32)
+    acc = torch.empty(B * H_kv, splits, G, D, device=dev, dtype=f32)
+    q_strides = (q4.stride(0), q4.stride(1), q4.stride(2))
+    consts = dict(BLOCK_G=block_g, BLOCK_D=block_d)
+    _lucid_decode_split_kernel[(B * H_kv, splits)](
         q4,
         kc,
         vc,
         kn,
-        vn,
-        out,
-        vp_t,
+        acc_l,
+        m,
+        l,
+        acc,
         N,
+        chunk,
+        splits,
         G,
         D,
         H_kv,
         scale,
         math.sqrt(D),
-        q4.stride(0),
-        q4.stride(1),
-        q4.stride(2),
+        *q_strides,
         kc.stride(0),
         kc.stride(1),
         kc.stride(2),
@@ -610,10 +717,32 @@ def lucid_decode_triton(
         vc.stride(2),
         kn.stride(0),
         kn.stride(1),
+        BLOCK_N=block_n,
+        **consts,
+    )
+    out = torch.empty(B, H_kv, G, D, device=dev, dtype=f32)
+    vp_t = torch.empty(B, H_kv, D, device=dev, dtype=f32)
+    _lucid_decode_merge_kernel[(B * H_kv,)](
+        q4,
+        kn,
+        vn,
+        acc_l,
+        m,
+        l,
+        acc,
+        out,
+        vp_t,
+        splits,
+        G,
+        D,
+        H_kv,
+        scale,
+        *q_strides,
+        kn.stride(0),
+        kn.stride(1),
         vn.stride(0),
         vn.stride(1),
-        BLOCK_N=block_n,
-        BLOCK_G=block_g,
-        BLOCK_D=block_d,
+        BLOCK_S=triton.next_power_of_2(splits),
+        **consts,
     )
     return out.reshape(B, H, D).to(q.dtype), vp_t
