@@ -1,12 +1,16 @@
 """Triton kernels for SANTA decode (see ``icml26.kernels.santa`` for the definition).
 
-One program per (batch, query head, key tile): scores of the tile from q and the tile of K (all
-of K is read), the tile max ``m_t`` and ``l_t``, systematic counts of the tile's rows, and the
-gather-and-add of only the value rows with a positive count (masked loads: rows with count 0 are
-never read). ``tile_fixed`` needs nothing global and runs in one pass; ``systematic`` and
-``tile_prop`` first run the same kernel in statistics-only mode, build the per-tile plan on the
-host (O(B H T) work) and then sample. The sampling arithmetic is float64 so that counts agree
-with the reference; scores accumulate in float32 (bf16/fp16 inputs are upcast before any dot).
+One program per (batch, KV head, key tile) serves the G query heads of its GQA group: it reads
+the key tile once, scores all G heads against it with one ``tl.dot`` (the group padded to 16
+rows), takes each head's tile max ``m_t`` and ``l_t``, makes each head's systematic counts, and
+reads each value row that ANY head of the group drew once, for all of them (a second ``tl.dot``
+of the counts with the rows; rows no head drew are never read). ``tile_fixed`` needs nothing
+global and runs in one pass; ``systematic`` and ``tile_prop`` first run a statistics pass that
+also stashes the scores (B, H_q, N) fp32, build the per-tile plan on the host (O(B H T) work),
+and sample from the stash without reading K again. All arithmetic is fp32 (inputs are upcast
+before any dot); the reference's counts are float64, so a count can differ where ``a0 + sum x``
+falls within float32 rounding of an integer (the tests hold the counts equal on their inputs).
+Counts are only written when asked for; the rows read come from the kernel per tile.
 """
 
 import math
@@ -28,21 +32,23 @@ from icml26.kernels.santa import (
 
 
 @triton.jit
-def _santa_tile_kernel(
-    q_ptr,
-    k_ptr,
-    v_ptr,
-    a0_ptr,
-    alpha_ptr,
-    shift_ptr,
-    out_ptr,
-    m_ptr,
-    l_ptr,
-    cnt_ptr,
+def _santa_group_kernel(
+    q_ptr,  # (B, H_q, D)
+    k_ptr,  # (B, H_kv, N, D)
+    v_ptr,  # (B, H_kv, N, D)
+    s_ptr,  # (B, H_q, T * BLOCK_N) fp32: the scores, stashed by the statistics pass
+    a0_ptr,  # (B, H_q, T) systematic offsets
+    alpha_ptr,  # (B, H_q, T) count scale per tile (two-pass modes)
+    shift_ptr,  # (B, H_q, T) grid shift per tile (two-pass modes)
+    out_ptr,  # (B, H_q, T, D) fp32: sum_r c_r v_r per tile
+    m_ptr,  # (B, H_q, T) fp32 tile max
+    l_ptr,  # (B, H_q, T) fp32 tile sum exp(s - m)
+    read_ptr,  # (B, H_kv, T) int32: value rows read per tile (the group's union)
+    cnt_ptr,  # (B, H_q, T * BLOCK_N) fp32 counts (WRITE_COUNTS)
     N,
     D,
     T,
-    group,
+    G,
     scale,
     s_fixed,
     sq_b,
@@ -53,78 +59,109 @@ def _santa_tile_kernel(
     sv_b,
     sv_h,
     sv_n,
-    STATS_ONLY: tl.constexpr,
+    PASS: tl.constexpr,  # 0: statistics only (stash scores); 1: sample from the stash; 2: both
     FIXED: tl.constexpr,
     WRITE_COUNTS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
+    BLOCK_G: tl.constexpr,
 ):
     b = program_id64(0)
-    h = program_id64(1)
+    kvh = program_id64(1)
     t = tl.program_id(2)
-    H = tl.num_programs(1)
-    kvh = h // group
+    Hq = tl.num_programs(1) * G
     offs_n = t * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
-    mask_n = offs_n < N
-    mask_d = offs_d < D
-    q = tl.load(q_ptr + b * sq_b + h * sq_h + offs_d, mask=mask_d, other=0.0).to(tl.float32)
-    k = tl.load(
-        k_ptr + b * sk_b + kvh * sk_h + offs_n[:, None] * sk_n + offs_d[None, :],
-        mask=mask_n[:, None] & mask_d[None, :],
-        other=0.0,
-    ).to(tl.float32)
-    s = tl.sum(k * q[None, :], 1) * scale
-    s = tl.where(mask_n, s, -float("inf"))
-    m = tl.max(s, 0)
-    u = tl.where(mask_n, tl.exp((s - m).to(tl.float64)), 0.0)
-    l = tl.sum(u, 0)
-    pid = (b * H + h) * T + t
-    tl.store(m_ptr + pid, m)
-    tl.store(l_ptr + pid, l)
-    if not STATS_ONLY:
+    offs_g = tl.arange(0, BLOCK_G)
+    mask_n, mask_d, mask_g = offs_n < N, offs_d < D, offs_g < G
+    heads = kvh * G + offs_g  # the group's query heads
+    row = b * Hq + heads  # (BLOCK_G,) index of (batch, query head)
+    tile = row * T + t  # (BLOCK_G,) index of (batch, query head, tile)
+    stash = s_ptr + row[:, None] * (T * BLOCK_N) + offs_n[None, :]
+    if PASS == 1:
+        s = tl.load(stash, mask=mask_g[:, None] & mask_n[None, :], other=-float("inf"))
+    else:
+        # Scores of all the group's heads from ONE read of the key tile (fp32, tensor-core
+        # friendly: the group is padded to 16 rows for tl.dot).
+        q = tl.load(
+            q_ptr + b * sq_b + heads[:, None] * sq_h + offs_d[None, :],
+            mask=mask_g[:, None] & mask_d[None, :],
+            other=0.0,
+        ).to(tl.float32)
+        k = tl.load(
+            k_ptr + b * sk_b + kvh * sk_h + offs_n[:, None] * sk_n + offs_d[None, :],
+            mask=mask_n[:, None] & mask_d[None, :],
+            other=0.0,
+        ).to(tl.float32)
+        s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale  # (BLOCK_G, BLOCK_N)
+        s = tl.where(mask_g[:, None] & mask_n[None, :], s, -float("inf"))
+    m = tl.max(s, 1)
+    m = tl.where(mask_g, m, 0.0)  # padded heads: keep the arithmetic finite
+    u = tl.where(mask_n[None, :], tl.exp(s - m[:, None]), 0.0)
+    l = tl.sum(u, 1)
+    if PASS != 1:
+        tl.store(m_ptr + tile, m, mask=mask_g)
+        tl.store(l_ptr + tile, l, mask=mask_g)
+    if PASS == 0:
+        tl.store(stash, s, mask=mask_g[:, None] & mask_n[None, :])
+    else:
         if FIXED:
-            alpha = s_fixed / l
-            base = tl.load(a0_ptr + pid)
+            alpha = s_fixed / tl.where(mask_g, l, 1.0)
+            base = tl.load(a0_ptr + tile, mask=mask_g, other=0.0)
         else:
-            alpha = tl.load(alpha_ptr + pid)
-            base = tl.load(a0_ptr + pid) + tl.load(shift_ptr + pid)
-        x = u * alpha
-        hi = tl.cumsum(x, 0)
-        c = tl.floor(base + hi) - tl.floor(base + hi - x)
-        c = tl.where(mask_n, c, 0.0)
-        read = mask_n & (c > 0)
+            alpha = tl.load(alpha_ptr + tile, mask=mask_g, other=0.0)
+            base = tl.load(a0_ptr + tile, mask=mask_g, other=0.0) + tl.load(
+                shift_ptr + tile, mask=mask_g, other=0.0
+            )
+        x = u * alpha[:, None]
+        hi = tl.cumsum(x, 1)
+        c = tl.floor(base[:, None] + hi) - tl.floor(base[:, None] + hi - x)
+        c = tl.where(mask_g[:, None] & mask_n[None, :], c, 0.0)
+        # Each value row is read once for the whole group: the union of the heads' draws.
+        read = mask_n & (tl.max(c, 0) > 0)
         v = tl.load(
             v_ptr + b * sv_b + kvh * sv_h + offs_n[:, None] * sv_n + offs_d[None, :],
             mask=read[:, None] & mask_d[None, :],
             other=0.0,
-        ).to(tl.float64)
-        out = tl.sum(c[:, None] * v, 0)
-        tl.store(out_ptr + pid * D + offs_d, out, mask=mask_d)
+        ).to(tl.float32)
+        out = tl.dot(c, v, input_precision="ieee")  # (BLOCK_G, BLOCK_D): counts are exact
+        tl.store(
+            out_ptr + tile[:, None] * D + offs_d[None, :],
+            out,
+            mask=mask_g[:, None] & mask_d[None, :],
+        )
+        tl.store(read_ptr + (b * tl.num_programs(1) + kvh) * T + t, tl.sum(read.to(tl.int32), 0))
         if WRITE_COUNTS:
-            tl.store(cnt_ptr + (b * H + h) * (T * BLOCK_N) + offs_n, c, mask=mask_n)
+            tl.store(
+                cnt_ptr + row[:, None] * (T * BLOCK_N) + offs_n[None, :],
+                c,
+                mask=mask_g[:, None] & mask_n[None, :],
+            )
 
 
-def _launch(q, k, v, a0, alpha, shift, block_n, scale, s_fixed, stats_only, fixed, counts):
+def _launch(q, k, v, stash, a0, alpha, shift, block_n, scale, s_fixed, pass_, fixed, counts):
     B, Hq, D = q.shape
     Hkv, N = k.shape[1], k.shape[2]
     T = math.ceil(N / block_n)
-    dev = q.device
-    m = torch.empty(B, Hq, T, dtype=torch.float32, device=dev)
-    l = torch.empty(B, Hq, T, dtype=torch.float64, device=dev)
-    out = torch.zeros(B, Hq, T, D, dtype=torch.float64, device=dev)
-    cnt = torch.zeros(B, Hq, T * block_n, dtype=torch.float64, device=dev) if counts else out
-    dummy = torch.zeros(1, dtype=torch.float64, device=dev)
-    _santa_tile_kernel[(B, Hq, T)](
+    dev, f32 = q.device, torch.float32
+    m = torch.empty(B, Hq, T, dtype=f32, device=dev)
+    l = torch.empty(B, Hq, T, dtype=f32, device=dev)
+    out = torch.empty(B, Hq, T, D, dtype=f32, device=dev) if pass_ else m
+    read = torch.empty(B, Hkv, T, dtype=torch.int32, device=dev) if pass_ else m
+    cnt = torch.zeros(B, Hq, T * block_n, dtype=f32, device=dev) if counts else m
+    dummy = m
+    _santa_group_kernel[(B, Hkv, T)](
         q,
         k,
         v,
+        stash if stash is not None else dummy,
         a0 if a0 is not None else dummy,
         alpha if alpha is not None else dummy,
         shift if shift is not None else dummy,
         out,
         m,
         l,
+        read,
         cnt,
         N,
         D,
@@ -140,13 +177,14 @@ def _launch(q, k, v, a0, alpha, shift, block_n, scale, s_fixed, stats_only, fixe
         v.stride(0),
         v.stride(1),
         v.stride(2),
-        STATS_ONLY=stats_only,
+        PASS=pass_,
         FIXED=fixed,
         WRITE_COUNTS=counts,
         BLOCK_N=block_n,
-        BLOCK_D=triton.next_power_of_2(D),
+        BLOCK_D=max(16, triton.next_power_of_2(D)),
+        BLOCK_G=max(16, triton.next_power_of_2(Hq // Hkv)),
     )
-    return out, m.double(), l, cnt
+    return out, m.double(), l.double(), read, cnt
 
 
 def santa_decode_triton(
@@ -167,43 +205,51 @@ def santa_decode_triton(
         return santa_decode_reference(
             q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, return_counts
         )
-    if block_n & (block_n - 1):
-        raise ValueError(f"block_n must be a power of two for the Triton kernel, got {block_n}")
+    if block_n & (block_n - 1) or block_n < 16:
+        raise ValueError(
+            f"block_n must be a power of two >= 16 for the Triton kernel, got {block_n}"
+        )
     B, Hq, D = q.shape
-    Hkv, N = k.shape[1], k.shape[2]
+    N = k.shape[2]
     scale = 1.0 / math.sqrt(D) if scale is None else scale
     if bernoulli_scores:
         q = ternary_queries(q, torch.Generator().manual_seed(seed))
         seed = seed + 1
-    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    q = q if q.stride(-1) == 1 else q.contiguous()
     k = k if k.stride(-1) == 1 else k.contiguous()
+    v = v if v.stride(-1) == 1 else v.contiguous()
     T = math.ceil(N / block_n)
-    a0 = offsets(B, Hq, T, mode, seed).to(q.device)
+    a0 = offsets(B, Hq, T, mode, seed).to(q.device, torch.float32)
     if mode == "tile_fixed":
         s_t = max(1, num_samples // T)
-        out_t, m, l, cnt = _launch(q, k, v, a0, None, None, block_n, scale, s_t, False, True, True)
+        out_t, m, l, read, cnt = _launch(
+            q, k, v, None, a0, None, None, block_n, scale, s_t, 2, True, return_counts
+        )
         _, _, budget, W, Z = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
         out = (W[..., None] * out_t / (Z[..., None] * budget[..., None])).sum(-2)
     else:
-        # Statistics pass, then the same plan the reference builds from the same tile stats.
-        _, m, l, _ = _launch(q, k, v, None, None, None, block_n, scale, 0, True, False, False)
+        # Statistics pass (the scores are stashed: the sampling pass reads them, not K again),
+        # then the same plan the reference builds from the same tile statistics.
+        stash = torch.empty(B, Hq, T * block_n, dtype=torch.float32, device=q.device)
+        _, m, l, _, _ = _launch(
+            q, k, v, stash, None, None, None, block_n, scale, 0, 0, False, False
+        )
         alpha, shift, _, _, _ = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
-        out_t, _, _, cnt = _launch(
+        out_t, _, _, read, cnt = _launch(
             q,
             k,
             v,
+            stash,
             a0,
-            alpha.contiguous(),
-            shift.contiguous(),
+            alpha.float().contiguous(),
+            shift.float().contiguous(),
             block_n,
             scale,
             0,
+            1,
             False,
-            False,
-            True,
+            return_counts,
         )
-        out = out_t.sum(-2) / num_samples
-    counts = cnt[..., :N]
-    rows = (counts > 0).view(B, Hkv, Hq // Hkv, N).any(2).sum(-1)
-    res = SantaOutput(out.to(q.dtype), rows)
-    return (res, counts) if return_counts else res
+        out = out_t.double().sum(-2) / num_samples
+    res = SantaOutput(out.to(q.dtype), read.sum(-1).long())
+    return (res, cnt[..., :N].double()) if return_counts else res
