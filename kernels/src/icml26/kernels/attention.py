@@ -22,16 +22,23 @@ from icml26.kernels.dispatch import register_op
 
 
 def check_tensor(name: str, t, ndim: int, scan: bool = True) -> None:
-    """``t`` is a floating-point tensor of ``ndim`` dimensions (finite, when ``scan``)."""
+    """``t`` is a floating-point tensor of ``ndim`` dimensions (finite, when ``scan`` and on the
+    CPU)."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dim() != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
     if not t.is_floating_point():
         raise TypeError(f"{name} must be floating point, got {t.dtype}")
-    # the NaN/inf scan is a host sync on the tensor's values: under torch.compile a graph cannot
-    # branch on data, so compiled code skips it (eager calls keep it)
-    if scan and not torch.compiler.is_compiling() and not torch.isfinite(t).all():
+    # The NaN/inf scan reads every value on the host: free for a CPU tensor, a device sync (and
+    # a full read of the tensor) for a GPU one, so only CPU tensors are scanned; a device op
+    # gives NaN out for NaN in. Under torch.compile a graph cannot branch on data: no scan.
+    if (
+        scan
+        and t.device.type == "cpu"
+        and not torch.compiler.is_compiling()
+        and not torch.isfinite(t).all()
+    ):
         raise ValueError(f"{name} contains NaN or infinite values")
 
 

@@ -1,4 +1,7 @@
-"""Offsets that pass 2^31: every kernel takes its batch / head program ids as int64
+"""What breaks at GPU scale without showing on small CPU tests: offsets past 2^31 and host
+syncs in the input checks.
+
+Offsets that pass 2^31: every kernel takes its batch / head program ids as int64
 (``program_id64``), so ``bh * T * D`` does not wrap once B H T D passes 2^31 (B = 4, H = 32,
 T = 128K, D = 128 is exactly 2^31).
 
@@ -15,7 +18,7 @@ import torch
 
 from icml26.kernels import triton_available
 
-pytestmark = pytest.mark.skipif(not triton_available(), reason="needs Triton")
+needs_triton = pytest.mark.skipif(not triton_available(), reason="needs Triton")
 SRC = Path(__file__).resolve().parents[1] / "src" / "icml26" / "kernels"
 program_id64 = None  # the helper under test, bound by _kernels() before the kernel is defined
 
@@ -42,6 +45,7 @@ def _kernels():
     return last_offsets
 
 
+@needs_triton
 @pytest.mark.parametrize(("B", "H", "T", "D"), [(5, 32, 131072, 128), (2, 9, 1 << 20, 128)])
 def test_large_virtual_shape_offsets_do_not_wrap(B, H, T, D):
     if os.environ.get("TRITON_INTERPRET") not in (None, "1") or torch.cuda.is_available():
@@ -69,3 +73,20 @@ def test_every_batch_or_head_program_id_is_int64():
     assert offenders == {}
     uses = sum(p.read_text().count("program_id64(") for p in SRC.glob("_triton_*.py"))
     assert uses >= 9  # attention (3 kernels), LUCID (4), SANTA (b, h), plus the definition
+
+
+def test_input_checks_read_no_device_values():
+    # A NaN scan of a device tensor is a host sync (and, for SANTA, a read of all of V): the
+    # boundary checks scan CPU tensors only. On the meta device any value read raises.
+    from icml26.kernels.attention import check_attention_inputs
+    from icml26.kernels.lucid import check_decode_inputs
+    from icml26.kernels.santa import check_santa_inputs
+
+    meta = dict(device="meta")
+    q, kv = torch.empty(2, 4, 8, **meta), torch.empty(2, 2, 16, 8, **meta)
+    check_santa_inputs(q, kv, kv, 8, "tile_fixed", 16)
+    check_attention_inputs(torch.empty(2, 4, 16, 8, **meta), kv, kv)
+    check_decode_inputs(q, kv, kv, torch.empty(2, 2, 8, **meta), torch.empty(2, 2, 8, **meta))
+    with pytest.raises(ValueError, match="NaN"):  # CPU tensors are still scanned
+        cpu = torch.zeros(2, 2, 16, 8)
+        check_santa_inputs(torch.full((2, 4, 8), float("nan")), cpu, cpu, 8, "tile_fixed", 16)
