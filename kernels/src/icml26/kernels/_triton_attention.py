@@ -17,6 +17,10 @@ backward, with delta_i = sum_d dO_id O_id (a PyTorch reduction before the kernel
 one kernel per (key block, batch x KV head) accumulates dK and dV over the query blocks of every
 query head in its group (no atomics), a second per (query block, batch x query head) builds dQ.
 
+Causal masks are applied only on the diagonal: the blocks wholly below it run without the
+compare-and-select (in the forward and dQ, the key blocks before the query block; in dK / dV,
+the query blocks after the key block).
+
 Under the Triton interpreter (``TRITON_INTERPRET=1``, how CI runs these kernels on CPU) tiles
 are upcast to fp32 before ``tl.dot`` (its half-precision dot is not trustworthy there) and the
 blocks are 16 x 16 so that short test sequences span several blocks.
@@ -35,6 +39,39 @@ from icml26.kernels.attention import check_attention_inputs
 _LOG2E = 1.4426950408889634
 # Read once: Triton itself decides between compiling and interpreting when a kernel is defined.
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@triton.jit
+def _fwd_block(
+    acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_d, dmask, T, skt, svt, qk_scale,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    # One key block of the online softmax. Column 0 is valid for every row (padded rows
+    # included), so the running max is finite after the first block and no row ever computes
+    # exp2(-inf - -inf).
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    if MASKED:
+        nmask = offs_n < T
+    else:
+        nmask = offs_n >= 0  # all true: a block wholly inside the sequence
+    kv_mask = nmask[:, None] & dmask[None, :]
+    k = tl.load(k_base + offs_n[:, None] * skt + offs_d[None, :], mask=kv_mask, other=0.0)
+    v = tl.load(v_base + offs_n[:, None] * svt + offs_d[None, :], mask=kv_mask, other=0.0)
+    if UPCAST:
+        k = k.to(tl.float32)
+        v = v.to(tl.float32)
+    s = tl.dot(q, tl.trans(k)) * qk_scale
+    if MASKED:
+        valid = nmask[None, :]
+        if CAUSAL:
+            valid = valid & (offs_n[None, :] <= offs_m[:, None])
+        s = tl.where(valid, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    alpha = tl.exp2(m_i - m_new)
+    p = tl.exp2(s - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    return acc, l_i, m_new
 
 
 @triton.jit
@@ -88,31 +125,26 @@ def _attn_fwd_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-    hi = T
     if CAUSAL:
-        hi = tl.minimum((pid_m + 1) * BLOCK_M, T)
-    # Column 0 is valid for every row (padded rows included), so the running max is finite after
-    # the first block and no row ever computes exp2(-inf - -inf).
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        nmask = offs_n < T
-        kv_mask = nmask[:, None] & dmask[None, :]
-        k = tl.load(k_base + offs_n[:, None] * skt + offs_d[None, :], mask=kv_mask, other=0.0)
-        v = tl.load(v_base + offs_n[:, None] * svt + offs_d[None, :], mask=kv_mask, other=0.0)
-        if UPCAST:
-            k = k.to(tl.float32)
-            v = v.to(tl.float32)
-        s = tl.dot(q, tl.trans(k)) * qk_scale
-        valid = nmask[None, :]
-        if CAUSAL:
-            valid = valid & (offs_n[None, :] <= offs_m[:, None])
-        s = tl.where(valid, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
+        # Key blocks wholly before this query block need no mask (every key < the block's first
+        # row < T); only the blocks on the diagonal are masked. BLOCK_M is a multiple of BLOCK_N.
+        diag = pid_m * BLOCK_M
+        for start_n in range(0, diag, BLOCK_N):
+            acc, l_i, m_i = _fwd_block(
+                acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_d, dmask, T, skt, svt,
+                qk_scale, False, False, UPCAST, BLOCK_N,
+            )  # fmt: skip
+        for start_n in range(diag, tl.minimum(diag + BLOCK_M, T), BLOCK_N):
+            acc, l_i, m_i = _fwd_block(
+                acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_d, dmask, T, skt, svt,
+                qk_scale, True, True, UPCAST, BLOCK_N,
+            )  # fmt: skip
+    else:
+        for start_n in range(0, T, BLOCK_N):
+            acc, l_i, m_i = _fwd_block(
+                acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_d, dmask, T, skt, svt,
+                qk_scale, True, False, UPCAST, BLOCK_N,
+            )  # fmt: skip
     out = acc / l_i[:, None]
     tl.store(
         O + b * sob + h * soh + offs_m[:, None] * sot + offs_d[None, :],
@@ -135,17 +167,44 @@ def _load_pair(A, B, off, mask, UPCAST: tl.constexpr):
 
 @triton.jit
 def _probs_and_score_grads(
-    q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL: tl.constexpr
-):
+    q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL: tl.constexpr,
+    MASKED: tl.constexpr,
+):  # fmt: skip
     # The backward's shared step: p recomputed from the saved log-sum-exp, and
-    # ds = p (dO v^T - delta), both (BLOCK_M, BLOCK_N), zero outside the mask.
+    # ds = p (dO v^T - delta), both (BLOCK_M, BLOCK_N), zero outside the mask. Unmasked blocks
+    # (off the diagonal) may hold padded rows or keys past T: their q, dO (and lse, delta) or k,
+    # v are zero, so they add nothing to a stored gradient.
     s = tl.dot(q, tl.trans(k)) * qk_scale
-    valid = (offs_m[:, None] < T) & (offs_n[None, :] < T)
-    if CAUSAL:
-        valid = valid & (offs_n[None, :] <= offs_m[:, None])
-    p = tl.where(valid, tl.exp2(s - lse[:, None]), 0.0)
+    if MASKED:
+        valid = (offs_m[:, None] < T) & (offs_n[None, :] < T)
+        if CAUSAL:
+            valid = valid & (offs_n[None, :] <= offs_m[:, None])
+        p = tl.where(valid, tl.exp2(s - lse[:, None]), 0.0)
+    else:
+        p = tl.exp2(s - lse[:, None])
     ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
     return p, ds
+
+
+@triton.jit
+def _dkdv_block(
+    dk, dv, k, v, Q, DO, LSE, DELTA, bh, start_m, offs_n, offs_d, dmask, T, D, qk_scale,
+    CAUSAL: tl.constexpr, MASKED: tl.constexpr, UPCAST: tl.constexpr, BLOCK_M: tl.constexpr,
+):  # fmt: skip
+    # One query block's contribution to a key block's dK and dV. Rows past T load as zero
+    # (q, dO, lse, delta), so they contribute nothing even unmasked.
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    mmask = offs_m < T
+    q_off = bh * T * D + offs_m[:, None] * D + offs_d[None, :]
+    q, do = _load_pair(Q, DO, q_off, mmask[:, None] & dmask[None, :], UPCAST)
+    lse = tl.load(LSE + bh * T + offs_m, mask=mmask, other=0.0)
+    delta = tl.load(DELTA + bh * T + offs_m, mask=mmask, other=0.0)
+    p, ds = _probs_and_score_grads(
+        q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL, MASKED
+    )
+    dv += tl.dot(tl.trans(p.to(do.dtype)), do)
+    dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+    return dk, dv
 
 
 @triton.jit
@@ -185,24 +244,40 @@ def _attn_bwd_dkdv_kernel(
     dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     lo = 0
+    diag_end = T
     if CAUSAL:  # query rows before this key block never see it
         lo = (pid_n * BLOCK_N // BLOCK_M) * BLOCK_M
+        # query blocks from here on lie wholly below the diagonal: no causal mask
+        diag_end = tl.minimum(tl.cdiv((pid_n + 1) * BLOCK_N, BLOCK_M) * BLOCK_M, T)
     for g in range(0, G):
         bh = b * H + hk * G + g
-        for start_m in range(lo, T, BLOCK_M):
-            offs_m = start_m + tl.arange(0, BLOCK_M)
-            mmask = offs_m < T
-            q_off = bh * T * D + offs_m[:, None] * D + offs_d[None, :]
-            q, do = _load_pair(Q, DO, q_off, mmask[:, None] & dmask[None, :], UPCAST)
-            lse = tl.load(LSE + bh * T + offs_m, mask=mmask, other=0.0)
-            delta = tl.load(DELTA + bh * T + offs_m, mask=mmask, other=0.0)
-            p, ds = _probs_and_score_grads(
-                q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL
-            )
-            dv += tl.dot(tl.trans(p.to(do.dtype)), do)
-            dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+        for start_m in range(lo, diag_end, BLOCK_M):
+            dk, dv = _dkdv_block(
+                dk, dv, k, v, Q, DO, LSE, DELTA, bh, start_m, offs_n, offs_d, dmask, T, D,
+                qk_scale, CAUSAL, True, UPCAST, BLOCK_M,
+            )  # fmt: skip
+        for start_m in range(diag_end, T, BLOCK_M):
+            dk, dv = _dkdv_block(
+                dk, dv, k, v, Q, DO, LSE, DELTA, bh, start_m, offs_n, offs_d, dmask, T, D,
+                qk_scale, CAUSAL, False, UPCAST, BLOCK_M,
+            )  # fmt: skip
     tl.store(DK + kv_off, dk * sm_scale, mask=kv_mask)
     tl.store(DV + kv_off, dv, mask=kv_mask)
+
+
+@triton.jit
+def _dq_block(
+    dq, q, do, lse, delta, K, V, bhk, start_n, offs_m, offs_d, dmask, T, D, qk_scale,
+    CAUSAL: tl.constexpr, MASKED: tl.constexpr, UPCAST: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    nmask = offs_n < T
+    kv_off = bhk * T * D + offs_n[:, None] * D + offs_d[None, :]
+    k, v = _load_pair(K, V, kv_off, nmask[:, None] & dmask[None, :], UPCAST)
+    _, ds = _probs_and_score_grads(
+        q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL, MASKED
+    )
+    return dq + tl.dot(ds.to(k.dtype), k)
 
 
 @triton.jit
@@ -240,16 +315,17 @@ def _attn_bwd_dq_kernel(
     lse = tl.load(LSE + bh * T + offs_m, mask=mmask, other=0.0)
     delta = tl.load(DELTA + bh * T + offs_m, mask=mmask, other=0.0)
     dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    diag = 0
     hi = T
-    if CAUSAL:
-        hi = tl.minimum((pid_m + 1) * BLOCK_M, T)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        nmask = offs_n < T
-        kv_off = bhk * T * D + offs_n[:, None] * D + offs_d[None, :]
-        k, v = _load_pair(K, V, kv_off, nmask[:, None] & dmask[None, :], UPCAST)
-        _, ds = _probs_and_score_grads(q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL)
-        dq += tl.dot(ds.to(k.dtype), k)
+    if CAUSAL:  # key blocks wholly before this query block: no mask
+        diag = pid_m * BLOCK_M
+        hi = tl.minimum(diag + BLOCK_M, T)
+    for start_n in range(0, diag, BLOCK_N):
+        dq = _dq_block(dq, q, do, lse, delta, K, V, bhk, start_n, offs_m, offs_d, dmask, T, D,
+                       qk_scale, CAUSAL, False, UPCAST, BLOCK_N)  # fmt: skip
+    for start_n in range(diag, hi, BLOCK_N):
+        dq = _dq_block(dq, q, do, lse, delta, K, V, bhk, start_n, offs_m, offs_d, dmask, T, D,
+                       qk_scale, CAUSAL, True, UPCAST, BLOCK_N)  # fmt: skip
     tl.store(DQ + q_off, dq * sm_scale, mask=q_mask)
 
 
