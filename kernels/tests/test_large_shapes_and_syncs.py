@@ -90,3 +90,27 @@ def test_input_checks_read_no_device_values():
     with pytest.raises(ValueError, match="NaN"):  # CPU tensors are still scanned
         cpu = torch.zeros(2, 2, 16, 8)
         check_santa_inputs(torch.full((2, 4, 8), float("nan")), cpu, cpu, 8, "tile_fixed", 16)
+
+
+@needs_triton
+def test_every_autotuner_is_well_formed():
+    # Autotuning only happens on a GPU (under the interpreter the kernels run untuned), so the
+    # autotuners are built here on the CPU: their keys, in-place tensors and config pruning must
+    # name real arguments of their kernels.
+    import importlib
+
+    from icml26.kernels import _triton_common as common
+
+    for mod in ("_triton_attention", "_triton_lucid", "_triton_santa", "_triton_entropy"):
+        importlib.import_module(f"icml26.kernels.{mod}")
+    assert len(common.TUNED) >= 9
+    for name, (fn, key, restore, configs, prune) in common.TUNED.items():
+        assert set(key) <= set(fn.arg_names), (name, key)
+        assert set(restore) <= set(fn.arg_names), (name, restore)
+        tuner = common.autotuner(fn, key, restore, configs, prune)
+        assert tuner.keys == list(key)
+        if prune is not None:  # every head dim keeps at least one config that fits
+            for d in (32, 64, 128, 256):
+                kept = prune(tuner.configs, {"D": d})
+                assert kept and all(c.kwargs["BLOCK_M"] % c.kwargs["BLOCK_N"] == 0 for c in kept)
+    assert common.TUNED["_lucid_panel_update_kernel"][2] == ("X",)  # updated in place

@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from icml26.kernels._triton_common import program_id64
+from icml26.kernels._triton_common import program_id64, tuned
 from icml26.kernels.attention import check_attention_inputs
 
 _LOG2E = 1.4426950408889634
@@ -74,6 +74,35 @@ def _fwd_block(
     return acc, l_i, m_new
 
 
+def _fits(configs, named_args, **kwargs):
+    # Tiles that fit shared memory: FlashAttention-2's 128 x 64 for head dims up to 64, 64 x 64
+    # up to 128, 32 x 32 beyond; BLOCK_M a multiple of BLOCK_N (the diagonal split needs it).
+    d = named_args["D"]
+    top = 128 if d <= 64 else 64 if d <= 128 else 32
+    ok = [
+        c
+        for c in configs
+        if c.kwargs["BLOCK_M"] <= top
+        and c.kwargs["BLOCK_N"] <= min(64, top)
+        and c.kwargs["BLOCK_M"] % c.kwargs["BLOCK_N"] == 0
+    ]
+    return ok or configs[-1:]
+
+
+ATTN_CONFIGS = [
+    triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=st)
+    for m, n, w, st in (
+        (128, 64, 4, 3),
+        (128, 64, 8, 3),
+        (64, 64, 4, 2),
+        (64, 64, 4, 3),
+        (64, 32, 4, 2),
+        (32, 32, 4, 1),
+    )
+]
+
+
+@tuned(key=["D", "CAUSAL", "UPCAST"], configs=ATTN_CONFIGS, prune=_fits)
 @triton.jit
 def _attn_fwd_kernel(
     Q,  # (B, H, T, D)
@@ -207,6 +236,7 @@ def _dkdv_block(
     return dk, dv
 
 
+@tuned(key=["D", "CAUSAL", "UPCAST"], configs=ATTN_CONFIGS[2:], prune=_fits)
 @triton.jit
 def _attn_bwd_dkdv_kernel(
     Q,  # (B, H, T, D), contiguous
@@ -280,6 +310,7 @@ def _dq_block(
     return dq + tl.dot(ds.to(k.dtype), k)
 
 
+@tuned(key=["D", "CAUSAL", "UPCAST"], configs=ATTN_CONFIGS[2:], prune=_fits)
 @triton.jit
 def _attn_bwd_dq_kernel(
     Q,
@@ -330,23 +361,16 @@ def _attn_bwd_dq_kernel(
 
 
 def _launch_config(D: int) -> dict:
-    if _INTERPRET:
-        return dict(BLOCK_M=16, BLOCK_N=16)
-    # FlashAttention-2's usual tiles for head dims up to 128; larger heads need smaller tiles to
-    # fit shared memory. Not yet tuned by timing on a GPU (see the README).
-    if D <= 64:
-        return dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3)
-    if D <= 128:
-        return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)
-    return dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1)
+    """Tiles under the interpreter (16 x 16, so short test sequences span several blocks); on a
+    GPU the autotuner picks them (``ATTN_CONFIGS``) and this is empty."""
+    return dict(BLOCK_M=16, BLOCK_N=16) if _INTERPRET else {}
 
 
-def _bwd_launch_config(D: int) -> dict:
-    if _INTERPRET:
-        return dict(BLOCK_M=16, BLOCK_N=16)
-    if D <= 128:
-        return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)
-    return dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1)
+def _grid(blocks_of: str, rows: int, T: int, cfg: dict):
+    """The launch grid: (row blocks of T, rows), the block size from ``cfg`` or the tuner."""
+    if cfg:
+        return (triton.cdiv(T, cfg[blocks_of]), rows)
+    return lambda meta: (triton.cdiv(T, meta[blocks_of]), rows)
 
 
 def _upcast(dtype: torch.dtype) -> bool:
@@ -364,8 +388,7 @@ def _forward(q, k, v, causal: bool, scale: float) -> tuple[torch.Tensor, torch.T
     o = torch.empty(B, H, T, D, device=q.device, dtype=q.dtype)
     lse = torch.empty(B * H, T, device=q.device, dtype=torch.float32)
     cfg = _launch_config(D)
-    grid = (triton.cdiv(T, cfg["BLOCK_M"]), B * H)
-    _attn_fwd_kernel[grid](
+    _attn_fwd_kernel[_grid("BLOCK_M", B * H, T, cfg)](
         q,
         k,
         v,
@@ -397,15 +420,15 @@ def _backward(q, k, v, o, lse, do, causal: bool, scale: float):
     dq = torch.empty(B, H, T, D, device=q.device, dtype=torch.float32)
     dk = torch.empty(B, H_kv, T, D, device=q.device, dtype=torch.float32)
     dv = torch.empty_like(dk)
-    cfg = _bwd_launch_config(D)
+    cfg = _launch_config(D)
     common = dict(
         CAUSAL=causal, UPCAST=_upcast(q.dtype), BLOCK_D=max(16, triton.next_power_of_2(D))
     )
     args = (T, D, H, G, scale * _LOG2E, scale)
-    _attn_bwd_dkdv_kernel[(triton.cdiv(T, cfg["BLOCK_N"]), B * H_kv)](
+    _attn_bwd_dkdv_kernel[_grid("BLOCK_N", B * H_kv, T, cfg)](
         q, k, v, do, lse, delta, dk, dv, *args, **common, **cfg
     )
-    _attn_bwd_dq_kernel[(triton.cdiv(T, cfg["BLOCK_M"]), B * H)](
+    _attn_bwd_dq_kernel[_grid("BLOCK_M", B * H, T, cfg)](
         q, k, v, do, lse, delta, dq, *args, **common, **cfg
     )
     return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)

@@ -1,8 +1,42 @@
 """Helpers shared by the Triton kernels (imported by kernel modules only, after the interpreter
 flag is decided)."""
 
+import os
+
 import triton
 import triton.language as tl
+
+# Read once: Triton itself decides between compiling and interpreting when a kernel is defined.
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+# Launch shapes tried by the autotuner for kernels whose tiles are fixed by the algorithm.
+WARP_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (2, 4, 8) for s in (1, 2, 3)]
+# Every autotuned kernel, by name: (jit function, key, restore_value, configs, prune); the tests
+# build each autotuner on the CPU to check its argument names.
+TUNED: dict[str, tuple] = {}
+
+
+def autotuner(fn, key, restore=(), configs=None, prune=None):
+    """``triton.autotune`` of ``fn`` over ``configs`` (default :data:`WARP_CONFIGS`)."""
+    return triton.autotune(
+        configs=configs or WARP_CONFIGS,
+        key=list(key),
+        restore_value=list(restore) or None,
+        prune_configs_by={"early_config_prune": prune} if prune else None,
+    )(fn)
+
+
+def tuned(key, restore=(), configs=None, prune=None):
+    """Autotune a kernel on the compiled path, keyed on ``key`` (arguments fixed for a model:
+    head dims, group sizes, tile sizes; never a length that grows every decode step).
+    ``restore`` names the tensors a kernel updates in place (reset between trials). Under the
+    interpreter the kernel is left as it is: every trial would run in Python."""
+
+    def wrap(fn):
+        TUNED[fn.fn.__name__] = (fn, tuple(key), tuple(restore), configs, prune)
+        return fn if INTERPRET else autotuner(fn, key, restore, configs, prune)
+
+    return wrap
 
 
 @triton.jit

@@ -10,9 +10,11 @@ import torch
 import triton
 import triton.language as tl
 
+from icml26.kernels._triton_common import tuned
 from icml26.kernels.entropy import STATE_LOW, WORD_BITS, _check_decode
 
 
+@tuned(key=["PROB_BITS", "BLOCK"])
 @triton.jit
 def _rans_decode_kernel(
     WORDS,  # (W,) int32 16-bit words
@@ -59,7 +61,10 @@ def rans_decode_triton(
     lanes = starts.numel() - 1
     f = freqs.to(device, torch.int64).contiguous()
     c = (torch.cumsum(f, 0) - f).contiguous()
-    symbol_of_slot = torch.repeat_interleave(torch.arange(f.numel(), device=device), f)
+    # output_size given: a tensor of repeats would otherwise sum them on the host (a sync)
+    symbol_of_slot = torch.repeat_interleave(
+        torch.arange(f.numel(), device=device), f, output_size=1 << prob_bits
+    )
     out = torch.empty(num_symbols, dtype=torch.int64, device=device)
     if num_symbols == 0:
         return out

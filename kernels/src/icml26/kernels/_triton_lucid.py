@@ -32,7 +32,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from icml26.kernels._triton_common import program_id64
+from icml26.kernels._triton_common import program_id64, tuned
 from icml26.kernels.lucid import check_decode_inputs, check_lucid_inputs, compute_dtype
 
 # Read once: Triton itself decides between compiling and interpreting when a kernel is defined.
@@ -79,6 +79,7 @@ def _l_block_product(
     return tl.dot(l_ij, x_j, input_precision="ieee")
 
 
+@tuned(key=["DK", "DV", "BLOCK", "REVERSE"])
 @triton.jit
 def _lucid_substitution_kernel(
     U,  # (BH, T, DK) unit keys, fp32
@@ -180,6 +181,7 @@ def _diagonal_inverses(u: torch.Tensor, block: int, sqrt_d: float) -> torch.Tens
     return torch.linalg.solve_triangular(diag, eye, upper=False, unitriangular=True)
 
 
+@tuned(key=["DK", "DV", "BLOCK"], restore=["X"])
 @triton.jit
 def _lucid_panel_update_kernel(
     U,  # (BH, T, DK) unit keys, fp32
@@ -285,6 +287,7 @@ def _substitute(
     return out
 
 
+@tuned(key=["DK", "DV", "BLOCK"])
 @triton.jit
 def _lucid_key_grad_kernel(
     U,  # (BH, T, DK) unit keys, fp32
@@ -465,6 +468,7 @@ def lucid_solve_triton(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 # The key norms are recomputed from the K rows each step rather than cached: the rows are in
 # registers for the scores anyway, so a norm costs D multiply-adds per row on data already
 # read, in a step whose time is the cache read.
+@tuned(key=["D", "G", "BLOCK_N"])
 @triton.jit
 def _lucid_decode_split_kernel(
     Q,  # (B, H_kv, G, D)
@@ -558,6 +562,7 @@ def _lucid_decode_split_kernel(
     )
 
 
+@tuned(key=["D", "G", "BLOCK_S"])
 @triton.jit
 def _lucid_decode_merge_kernel(
     Q,  # (B, H_kv, G, D)

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from icml26.kernels._triton_common import program_id64
+from icml26.kernels._triton_common import program_id64, tuned
 from icml26.kernels.santa import (
     SantaOutput,
     TileStats,
@@ -31,6 +31,7 @@ from icml26.kernels.santa import (
 )
 
 
+@tuned(key=["D", "G", "BLOCK_N", "PASS", "FIXED"])
 @triton.jit
 def _santa_group_kernel(
     q_ptr,  # (B, H_q, D)
