@@ -273,7 +273,7 @@ def test_triton_fused_decode_matches_the_reference(monkeypatch, B, H, Hkv, N, D,
 )
 def test_triton_decode_split_over_the_cache_matches_the_reference(monkeypatch, N, splits):
     monkeypatch.setenv("ICML26_KERNELS", "interpret")
-    from icml26.kernels._triton_lucid import lucid_decode_triton
+    lucid_decode_triton = lucid_decode.triton()  # imported with the interpreter set
 
     g = torch.Generator().manual_seed(N + splits)
     B, H, Hkv, D = 2, 6, 2, 16

@@ -1,27 +1,26 @@
-"""Triton path of ``lucid_solve``: blockwise forward substitution ``V' = L^{-1} V``, and backward.
+"""Triton path of ``lucid_solve``: blocked forward substitution ``V' = L^{-1} V``, and backward.
 
 Defined by ``icml26.kernels.lucid.lucid_solve_reference``. Rows are cut into blocks (16 to 64
-rows) and blocks into panels (512 rows). Each block needs every earlier one:
+rows) and blocks into panels (512 rows; 256 or 128 for very long sequences). Per panel:
 
-    acc_i = V_i - sum_{j<i} L_ij V'_j          off-diagonal blocks, built on the fly as
-                                               exp(sqrt(d) (U_i U_j^T - 1)) and applied by tl.dot
-    V'_i  = D_i^{-1} acc_i                     D_i the unit lower-triangular diagonal block,
-                                               inverted up front in PyTorch (small, batched)
+    OUT_panel = P_panel X_panel            P_panel the inverse of L's diagonal panel, built up
+                                           front (below); one program per (row block, batch x
+                                           head, value chunk): the whole panel in parallel
+    X_r -= sum_{j in panel} L_rj OUT_j     for every later row block r, one parallel launch;
+                                           L_rj = exp(sqrt(d) (U_r U_j^T - 1)) built on the fly
 
-Panel by panel: one program per (batch x KV head, value-column chunk) walks the panel's blocks
-in order (the sum over j restricted to the panel), then one parallel launch subtracts the
-finished panel from every later row block (``V_r -= sum_{j in panel} L_rj V'_j``, one program per
-row block). What stays sequential is the walk through one panel at a time plus two launches per
-panel; the work between panels, most of the FLOPs for long sequences, runs with as many programs
-as there are row blocks left.
+so a solve is two parallel launches per panel and no program walks a chain of dependent blocks.
+The panel inverses come from the diagonal blocks' inverses (small, batched ``solve_triangular``)
+by recursive doubling, ``[[A, 0], [C, B]]^-1 = [[A^-1, 0], [-B^-1 C A^-1, B^-1]]``, one batched
+matmul per level over every panel and head, in float64 (the inverse of L can hold large,
+cancelling entries when keys are correlated). The kernels' dots run on tensor cores with
+``tf32x3`` (three TF32 products: about fp32's accuracy) on a GPU, IEEE fp32 in the interpreter.
 
-The backward solve ``dV = L^{-T} dV'`` is the same scheme run from the last panel (and block) to
-the first with the transposed blocks (``(L_ji)^T = exp(sqrt(d) (U_i U_j^T - 1))`` for j > i: the
-same formula) and ``D_i^{-T}``. The gradient through ``L`` to the keys, from ``dL = -dV V'^T`` on
-the strict lower triangle, is a second kernel that builds each (row block, column block) of dL
-and L on the fly (one program per row block, both triangle halves), so no (T, T) matrix is
-stored. All arithmetic is fp32 (inputs are upcast); fp32 ``tl.dot`` runs in IEEE precision, not
-TF32, because the solve amplifies rounding.
+The backward solve ``dV = L^{-T} dV'`` is the same scheme run from the last panel to the first
+with the transposed panel inverses and blocks (``(L_ji)^T = exp(sqrt(d) (U_i U_j^T - 1))`` for
+j > i: the same formula). The gradient through ``L`` to the keys, from ``dL = -dV V'^T`` on the
+strict lower triangle, is a second kernel that builds each (row block, column block) of dL and L
+on the fly (one program per row block, both triangle halves), so no (T, T) matrix is stored.
 """
 
 import math
@@ -58,6 +57,7 @@ def _l_block_product(
     cv,
     vmask,
     BLOCK: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
     # L_ij OUT_j for row block i (unit keys u_i, row mask rmask) and column block j, with
     # L_ij = exp(sqrt(d) (u_i u_j^T - 1)) built on the fly (the formula is symmetric, so the
@@ -69,94 +69,75 @@ def _l_block_product(
         mask=cmask[:, None] & kmask[None, :],
         other=0.0,
     )
-    l_ij = tl.exp(sqrt_d * (tl.dot(u_i, tl.trans(u_j), input_precision="ieee") - 1.0))
+    l_ij = tl.exp(sqrt_d * (tl.dot(u_i, tl.trans(u_j), input_precision=PRECISION) - 1.0))
     l_ij = tl.where(rmask[:, None] & cmask[None, :], l_ij, 0.0)
     x_j = tl.load(
         OUT + bh * stride_ob + cols[:, None] * stride_ot + cv[None, :],
         mask=cmask[:, None] & vmask[None, :],
         other=0.0,
     )
-    return tl.dot(l_ij, x_j, input_precision="ieee")
+    return tl.dot(l_ij, x_j, input_precision=PRECISION)
 
 
-@tuned(key=["DK", "DV", "BLOCK", "REVERSE"])
+@tuned(key=["DV", "BLOCK", "PB", "REVERSE"])
 @triton.jit
-def _lucid_substitution_kernel(
-    U,  # (BH, T, DK) unit keys, fp32
+def _lucid_panel_solve_kernel(
+    P,  # (BH, NP, PB, PB) fp32 inverses of L's diagonal panels
     X,  # (BH, T, DV) right-hand side (V forward, dV' backward), earlier panels subtracted
-    DINV,  # (BH, NB, BLOCK, BLOCK) inverted diagonal blocks (transposed for the backward)
     OUT,  # (BH, T, DV) fp32 solution
     T,
-    DK,
     DV,
-    NB,
-    BLK_LO,  # this panel's row blocks: [BLK_LO, BLK_HI)
+    NP,
+    PANEL,  # this panel's index; its row blocks are [BLK_LO, BLK_HI)
+    BLK_LO,
     BLK_HI,
-    sqrt_d,
-    stride_ub,
-    stride_ut,
     stride_xb,
     stride_xt,
     stride_ob,
     stride_ot,
+    PB: tl.constexpr,
     BLOCK: tl.constexpr,
-    BLOCK_DK: tl.constexpr,
     BLOCK_DV: tl.constexpr,
     REVERSE: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
-    bh = program_id64(0)
-    col0 = tl.program_id(1) * BLOCK_DV
-    r = tl.arange(0, BLOCK)
-    ck = tl.arange(0, BLOCK_DK)
+    # OUT_i = sum_j (P)_ij X_j over the panel's column blocks (j <= i forward; for L^T the
+    # panel's inverse is P^T, j >= i): one program per (row block, batch x head, value chunk),
+    # every row block of the panel at once - no sequential walk inside the panel.
+    r = tl.program_id(0)
+    bh = program_id64(1)
+    col0 = tl.program_id(2) * BLOCK_DV
+    i = BLK_LO + r
+    rr = tl.arange(0, BLOCK)
     cv = col0 + tl.arange(0, BLOCK_DV)
-    kmask = ck < DK
     vmask = cv < DV
-    for step in range(0, BLK_HI - BLK_LO):
-        i = BLK_HI - 1 - step if REVERSE else BLK_LO + step
-        rows = i * BLOCK + r
-        rmask = rows < T
-        acc = tl.load(
-            X + bh * stride_xb + rows[:, None] * stride_xt + cv[None, :],
-            mask=rmask[:, None] & vmask[None, :],
+    rows = i * BLOCK + rr
+    rmask = rows < T
+    p_base = P + (bh * NP + PANEL) * PB * PB
+    acc = tl.zeros([BLOCK, BLOCK_DV], dtype=tl.float32)
+    lo = i if REVERSE else BLK_LO
+    hi = BLK_HI if REVERSE else i + 1
+    for j in range(lo, hi):
+        cols = j * BLOCK + rr
+        if REVERSE:  # (P^T)_ij = (P_ji)^T
+            p = tl.load(
+                p_base + ((j - BLK_LO) * BLOCK + rr[None, :]) * PB + r * BLOCK + rr[:, None]
+            )
+        else:
+            p = tl.load(
+                p_base + (r * BLOCK + rr[:, None]) * PB + (j - BLK_LO) * BLOCK + rr[None, :]
+            )
+        x = tl.load(
+            X + bh * stride_xb + cols[:, None] * stride_xt + cv[None, :],
+            mask=(cols < T)[:, None] & vmask[None, :],
             other=0.0,
         ).to(tl.float32)
-        u_i = tl.load(
-            U + bh * stride_ub + rows[:, None] * stride_ut + ck[None, :],
-            mask=rmask[:, None] & kmask[None, :],
-            other=0.0,
-        )
-        # Earlier blocks of this panel in solve order: j < i forward, j > i backward (earlier
-        # panels were already subtracted from X by the update kernel).
-        lo = i + 1 if REVERSE else BLK_LO
-        hi = BLK_HI if REVERSE else i
-        for j in range(lo, hi):
-            acc -= _l_block_product(
-                U,
-                OUT,
-                u_i,
-                rmask,
-                j,
-                T,
-                bh,
-                sqrt_d,
-                stride_ub,
-                stride_ut,
-                stride_ob,
-                stride_ot,
-                ck,
-                kmask,
-                cv,
-                vmask,
-                BLOCK,
-            )
-        dinv = tl.load(DINV + ((bh * NB + i) * BLOCK + r[:, None]) * BLOCK + r[None, :])
-        x_i = tl.dot(dinv, acc, input_precision="ieee")
-        tl.store(
-            OUT + bh * stride_ob + rows[:, None] * stride_ot + cv[None, :],
-            x_i,
-            mask=rmask[:, None] & vmask[None, :],
-        )
-        tl.debug_barrier()  # the next block reads what this one stored
+        acc += tl.dot(p, x, input_precision=PRECISION)
+    tl.store(
+        OUT + bh * stride_ob + rows[:, None] * stride_ot + cv[None, :],
+        acc,
+        mask=rmask[:, None] & vmask[None, :],
+    )
 
 
 def _block_size(T: int) -> int:
@@ -181,6 +162,43 @@ def _diagonal_inverses(u: torch.Tensor, block: int, sqrt_d: float) -> torch.Tens
     return torch.linalg.solve_triangular(diag, eye, upper=False, unitriangular=True)
 
 
+def _panel_inverses(
+    u: torch.Tensor, dinv: torch.Tensor, panel_blocks: int, sqrt_d: float
+) -> torch.Tensor:
+    """(BH, NP, PB, PB) fp32 inverses of L's diagonal panels (PB = panel_blocks x BLOCK rows),
+    by recursive doubling from the diagonal blocks' inverses, in float64:
+
+        [[A, 0], [C, B]]^-1 = [[A^-1, 0], [-B^-1 C A^-1, B^-1]]
+
+    with C the block of L below A and left of B, built from the unit keys. Each level is one
+    batched matmul over every panel and head (parallel, tensor-core work); the padding past T is
+    the identity."""
+    bh, T, dk = u.shape
+    nb, b = dinv.shape[1], dinv.shape[-1]
+    n_panels = triton.cdiv(nb, panel_blocks)
+    nbp = n_panels * panel_blocks
+    inv = dinv.double()
+    if nbp > nb:
+        eye = torch.eye(b, device=u.device, dtype=inv.dtype).expand(bh, nbp - nb, b, b)
+        inv = torch.cat([inv, eye], 1)
+    up = F.pad(u.double(), (0, 0, 0, nbp * b - T))
+    valid = torch.arange(nbp * b, device=u.device) < T
+    s = b
+    while s < panel_blocks * b:
+        n = inv.shape[1] // 2  # pairs of s x s blocks
+        a_inv, b_inv = inv[:, 0::2], inv[:, 1::2]
+        halves = up.view(bh, n, 2, s, dk)
+        c = torch.exp(sqrt_d * (halves[:, :, 1] @ halves[:, :, 0].transpose(-1, -2) - 1.0))
+        vm = valid.view(n, 2, s)
+        c = c * (vm[:, 1, :, None] & vm[:, 0, None, :])  # padded rows / columns: zero
+        merged = inv.new_zeros(bh, n, 2 * s, 2 * s)
+        merged[..., :s, :s] = a_inv
+        merged[..., s:, s:] = b_inv
+        merged[..., s:, :s] = -(b_inv @ c @ a_inv)
+        inv, s = merged, 2 * s
+    return inv.float().contiguous()
+
+
 @tuned(key=["DK", "DV", "BLOCK"], restore=["X"])
 @triton.jit
 def _lucid_panel_update_kernel(
@@ -203,6 +221,7 @@ def _lucid_panel_update_kernel(
     BLOCK: tl.constexpr,
     BLOCK_DK: tl.constexpr,
     BLOCK_DV: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
     # X_r -= sum_{j in panel} L_rj OUT_j for one row block r outside the panel: every such row
     # block is independent, so this is one parallel launch per panel. The same formula serves
@@ -242,30 +261,46 @@ def _lucid_panel_update_kernel(
             cv,
             vmask,
             BLOCK,
+            PRECISION,
         )
     x_ptr = X + bh * stride_xb + rows[:, None] * stride_xt + cv[None, :]
     x_mask = rmask[:, None] & vmask[None, :]
     tl.store(x_ptr, tl.load(x_ptr, mask=x_mask, other=0.0) - acc, mask=x_mask)
 
 
-def _panel_blocks(block: int) -> int:
-    # Row blocks per panel: within a panel the substitution is sequential (one program per
-    # (batch x head, value chunk)); across panels the off-diagonal update is one parallel launch
-    # over the remaining row blocks. 512-row panels keep the sequential chain short without
-    # launching a kernel pair per block. Under the interpreter, 2-block panels so that short
-    # test sequences cross panels.
-    return 2 if _INTERPRET else max(1, 512 // block)
+def _panel_blocks(block: int, bh: int, T: int) -> int:
+    """Row blocks per panel (a power of two). Within a panel the solve is one parallel matmul
+    with the panel's inverse; across panels the off-diagonal update is one parallel launch over
+    the remaining row blocks, so a solve is 2 launches per panel. 512-row panels keep that chain
+    short; the inverses take BH x T x PB x 4 bytes, so longer sequences get 256- or 128-row
+    panels (at most ~1 GiB). Under the interpreter, 2-block panels so that short test sequences
+    cross panels."""
+    if _INTERPRET:
+        return 2
+    rows = 512
+    while rows > 128 and bh * T * rows * 4 > 1 << 30:
+        rows //= 2
+    return max(1, rows // block)
+
+
+# Tensor cores with error compensation on a GPU (3 TF32 products: about fp32's accuracy, which
+# the solve needs: it amplifies rounding); the interpreter's dot is plain fp32 either way.
+_PRECISION = "ieee" if _INTERPRET else "tf32x3"
 
 
 def _substitute(
     u: torch.Tensor, x: torch.Tensor, dinv: torch.Tensor, reverse: bool
 ) -> torch.Tensor:
-    """Solve ``L out = x`` (``L^T out = x`` when ``reverse``) panel by panel."""
+    """Solve ``L out = x`` (``L^T out = x`` when ``reverse``) panel by panel; ``dinv`` holds the
+    inverses of L's diagonal blocks (not transposed)."""
     bh, T, dk = u.shape
     dv = x.shape[-1]
     block = dinv.shape[-1]
     nb = dinv.shape[1]
-    panel = _panel_blocks(block)
+    sqrt_d = math.sqrt(dk)
+    panel = _panel_blocks(block, bh, T)
+    p_inv = _panel_inverses(u, dinv, panel, sqrt_d)
+    n_panels = p_inv.shape[1]
     panels = [(lo, min(lo + panel, nb)) for lo in range(0, nb, panel)]
     if len(panels) > 1:  # the update kernel writes into x: work on an fp32 copy
         x = x.to(torch.float32, copy=True).contiguous()
@@ -274,15 +309,28 @@ def _substitute(
     n_dv = triton.cdiv(dv, block_dv)
     consts = dict(BLOCK=block, BLOCK_DK=max(16, triton.next_power_of_2(dk)), BLOCK_DV=block_dv)
     strides = (u.stride(0), u.stride(1), x.stride(0), x.stride(1), out.stride(0), out.stride(1))
-    sqrt_d = math.sqrt(dk)
-    for lo, hi in reversed(panels) if reverse else panels:
-        _lucid_substitution_kernel[(bh, n_dv)](
-            u, x, dinv, out, T, dk, dv, nb, lo, hi, sqrt_d, *strides, REVERSE=reverse, **consts
-        )
+    for index, (lo, hi) in reversed(list(enumerate(panels))) if reverse else enumerate(panels):
+        _lucid_panel_solve_kernel[(hi - lo, bh, n_dv)](
+            p_inv, x, out, T, dv, n_panels, index, lo, hi, *strides[2:],
+            PB=panel * block, BLOCK=block, BLOCK_DV=block_dv, REVERSE=reverse,
+            PRECISION=_PRECISION,
+        )  # fmt: skip
         first, count = (0, lo) if reverse else (hi, nb - hi)  # the rows still to solve
         if count:
             _lucid_panel_update_kernel[(count, bh, n_dv)](
-                u, x, out, T, dk, dv, first, lo, hi, sqrt_d, *strides, **consts
+                u,
+                x,
+                out,
+                T,
+                dk,
+                dv,
+                first,
+                lo,
+                hi,
+                sqrt_d,
+                *strides,
+                **consts,
+                PRECISION=_PRECISION,
             )
     return out
 
@@ -410,8 +458,8 @@ class _LucidSolve(torch.autograd.Function):
         u, norm, vp, dinv = ctx.saved_tensors
         B, H, T, dk, dv = ctx.shape
         g = grad_vp.float().reshape(B * H, T, dv).contiguous()
-        # dV = L^{-T} dV': the substitution run backwards with the transposed diagonal inverses.
-        grad_v = _substitute(u, g, dinv.transpose(-1, -2).contiguous(), reverse=True)
+        # dV = L^{-T} dV': the panels run last to first with the transposed panel inverses.
+        grad_v = _substitute(u, g, dinv, reverse=True)
         grad_k = None
         if ctx.needs_input_grad[0]:
             # d loss / d u by the fused kernel: no (T, T) matrix.
@@ -436,7 +484,7 @@ def lucid_solve_backward_triton(
     u = (k.float() / norm).reshape(B * H, T, dk).contiguous()
     dinv = _diagonal_inverses(u, _block_size(T), math.sqrt(dk)).contiguous()
     g = grad_vp.float().reshape(B * H, T, dv).contiguous()
-    grad_v = _substitute(u, g, dinv.transpose(-1, -2).contiguous(), reverse=True)
+    grad_v = _substitute(u, g, dinv, reverse=True)
     x = vp.float().reshape(B * H, T, dv).contiguous()
     grad_u = _key_grad(u, grad_v, x, _block_size(T)).view(B, H, T, dk)
     uu = u.view(B, H, T, dk)
