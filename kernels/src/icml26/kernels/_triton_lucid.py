@@ -349,20 +349,23 @@ def _lucid_key_grad_kernel(
     sqrt_d,
     BLOCK: tl.constexpr,
     BLOCK_DK: tl.constexpr,
-    BLOCK_DV: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
     # With dC_ab = -(g_a . v'_b) L_ab sqrt(d) for a > b (the strict lower triangle of L; the unit
     # diagonal is constant), the gradient w.r.t. the unit keys is
     #     du_i = sum_{b < i} dC_ib u_b  +  sum_{a > i} dC_ai u_a,
-    # built here block by block: row block i against every column block j (both parts), so no
-    # (T, T) matrix is ever stored.
+    # built block by block (row block i against every column block j), so no (T, T) matrix is
+    # stored. To fit registers at D = 128 the two sums run as two loops (the first needs the
+    # row block's dV, the second its V', never both) and the inner products over the value
+    # dimension go BLOCK_C columns at a time (reloaded from cache, not held): the live tiles
+    # are u_i, the accumulator, u_j and one BLOCK x BLOCK score tile.
     bh = program_id64(0)
     i = tl.program_id(1)
     r = tl.arange(0, BLOCK)
     ck = tl.arange(0, BLOCK_DK)
-    cv = tl.arange(0, BLOCK_DV)
+    cc = tl.arange(0, BLOCK_C)
     kmask = ck < DK
-    vmask = cv < DV
     rows = i * BLOCK + r
     rmask = rows < T
     base_k = bh * T * DK
@@ -372,54 +375,59 @@ def _lucid_key_grad_kernel(
         mask=rmask[:, None] & kmask[None, :],
         other=0.0,
     )
-    g_i = tl.load(
-        G + base_v + rows[:, None] * DV + cv[None, :],
-        mask=rmask[:, None] & vmask[None, :],
-        other=0.0,
-    )
-    vp_i = tl.load(
-        VP + base_v + rows[:, None] * DV + cv[None, :],
-        mask=rmask[:, None] & vmask[None, :],
-        other=0.0,
-    )
     acc = tl.zeros([BLOCK, BLOCK_DK], dtype=tl.float32)
-    for j in range(0, NB):
-        cols = j * BLOCK + r
-        cmask = cols < T
-        u_j = tl.load(
-            U + base_k + cols[:, None] * DK + ck[None, :],
-            mask=cmask[:, None] & kmask[None, :],
-            other=0.0,
-        )
-        l_ij = tl.exp(sqrt_d * (tl.dot(u_i, tl.trans(u_j), input_precision="ieee") - 1.0))
-        valid = rmask[:, None] & cmask[None, :]
-        if j <= i:  # rows of block i as a, columns of block j as b < a
-            vp_j = tl.load(
-                VP + base_v + cols[:, None] * DV + cv[None, :],
-                mask=cmask[:, None] & vmask[None, :],
+    for part in range(0, 2):
+        # part 0: rows of block i as a, columns of blocks j <= i as b < a;
+        # part 1: rows of blocks j >= i as a > b, b the rows of block i (L_ab = l_ij^T)
+        lo = i if part == 1 else 0
+        hi = NB if part == 1 else i + 1
+        for j in range(lo, hi):
+            cols = j * BLOCK + r
+            cmask = cols < T
+            u_j = tl.load(
+                U + base_k + cols[:, None] * DK + ck[None, :],
+                mask=cmask[:, None] & kmask[None, :],
                 other=0.0,
             )
-            d_c = -tl.dot(g_i, tl.trans(vp_j), input_precision="ieee") * l_ij * sqrt_d
-            d_c = tl.where(valid & (cols[None, :] < rows[:, None]), d_c, 0.0)
-            acc += tl.dot(d_c, u_j, input_precision="ieee")
-        if j >= i:  # rows of block j as a > i (b = rows of block i): L_ab = l_ij transposed
-            g_j = tl.load(
-                G + base_v + cols[:, None] * DV + cv[None, :],
-                mask=cmask[:, None] & vmask[None, :],
-                other=0.0,
-            )
-            d_c_t = -tl.dot(vp_i, tl.trans(g_j), input_precision="ieee") * l_ij * sqrt_d  # [b, a]
-            d_c_t = tl.where(valid & (cols[None, :] > rows[:, None]), d_c_t, 0.0)
-            acc += tl.dot(d_c_t, u_j, input_precision="ieee")
+            l_ij = tl.exp(sqrt_d * (tl.dot(u_i, tl.trans(u_j), input_precision=PRECISION) - 1.0))
+            # part 0: g_i . v'_j; part 1: v'_i . g_j (the transposed block of dC)
+            a_ptr = G if part == 0 else VP
+            b_ptr = VP if part == 0 else G
+            prod = tl.zeros([BLOCK, BLOCK], dtype=tl.float32)
+            for c0 in range(0, DV, BLOCK_C):
+                cv = c0 + cc
+                vmask = cv < DV
+                a_c = tl.load(
+                    a_ptr + base_v + rows[:, None] * DV + cv[None, :],
+                    mask=rmask[:, None] & vmask[None, :],
+                    other=0.0,
+                )
+                b_c = tl.load(
+                    b_ptr + base_v + cols[:, None] * DV + cv[None, :],
+                    mask=cmask[:, None] & vmask[None, :],
+                    other=0.0,
+                )
+                prod += tl.dot(a_c, tl.trans(b_c), input_precision=PRECISION)
+            d_c = -prod * l_ij * sqrt_d
+            valid = rmask[:, None] & cmask[None, :]
+            if part == 0:
+                valid = valid & (cols[None, :] < rows[:, None])
+            else:
+                valid = valid & (cols[None, :] > rows[:, None])
+            d_c = tl.where(valid, d_c, 0.0)
+            acc += tl.dot(d_c, u_j, input_precision=PRECISION)
     tl.store(
         OUT + base_k + rows[:, None] * DK + ck[None, :], acc, mask=rmask[:, None] & kmask[None, :]
     )
 
 
-def _key_grad(u: torch.Tensor, g: torch.Tensor, vp: torch.Tensor, block: int) -> torch.Tensor:
+def _key_grad(u: torch.Tensor, g: torch.Tensor, vp: torch.Tensor) -> torch.Tensor:
     bh, T, dk = u.shape
     dv = g.shape[-1]
     out = torch.empty_like(u)
+    # its own blocks: 32 rows keep the kernel's live tiles in registers at D = 128 (16 in the
+    # interpreter, so test sequences cross blocks)
+    block = 16 if _INTERPRET or T <= 256 else 32
     nb = triton.cdiv(T, block)
     _lucid_key_grad_kernel[(bh, nb)](
         u.contiguous(),
@@ -433,7 +441,8 @@ def _key_grad(u: torch.Tensor, g: torch.Tensor, vp: torch.Tensor, block: int) ->
         math.sqrt(dk),
         BLOCK=block,
         BLOCK_DK=max(16, triton.next_power_of_2(dk)),
-        BLOCK_DV=max(16, triton.next_power_of_2(dv)),
+        BLOCK_C=max(16, min(32, triton.next_power_of_2(dv))),
+        PRECISION=_PRECISION,
     )
     return out
 
@@ -463,7 +472,7 @@ class _LucidSolve(torch.autograd.Function):
         grad_k = None
         if ctx.needs_input_grad[0]:
             # d loss / d u by the fused kernel: no (T, T) matrix.
-            grad_u = _key_grad(u, grad_v, vp, _block_size(T))
+            grad_u = _key_grad(u, grad_v, vp)
             # u = k / ||k||: project out the radial part.
             grad_u = grad_u.view(B, H, T, dk)
             uu = u.view(B, H, T, dk)
@@ -486,7 +495,7 @@ def lucid_solve_backward_triton(
     g = grad_vp.float().reshape(B * H, T, dv).contiguous()
     grad_v = _substitute(u, g, dinv, reverse=True)
     x = vp.float().reshape(B * H, T, dv).contiguous()
-    grad_u = _key_grad(u, grad_v, x, _block_size(T)).view(B, H, T, dk)
+    grad_u = _key_grad(u, grad_v, x).view(B, H, T, dk)
     uu = u.view(B, H, T, dk)
     grad_k = (grad_u - (grad_u * uu).sum(-1, keepdim=True) * uu) / norm
     return grad_k.to(k.dtype), grad_v.view(B, H, T, dv)
