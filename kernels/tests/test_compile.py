@@ -67,3 +67,18 @@ def test_rans_decode_compiles():
 
     got = _compiled(decode)(words, starts, f)
     assert torch.equal(got, decode(words, starts, f)) and torch.equal(got, sym)
+
+
+def test_santa_with_a_device_seed_compiles_without_graph_breaks():
+    # A tensor seed (device-drawn offsets on the Triton path) passes through the custom op.
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(1, 4, 16, generator=g), *torch.randn(2, 1, 2, 40, 16, generator=g)
+    seed = torch.tensor(3)
+
+    def f(q, k, v, seed):
+        return santa_decode(q, k, v, 16, "tile_fixed", 16, seed=seed).out
+
+    eager = f(q, k, v, seed)
+    compiled = torch.compile(f, fullgraph=True)(q, k, v, seed)
+    assert torch.equal(compiled, eager)
+    assert torch.equal(eager, santa_decode(q, k, v, 16, "tile_fixed", 16, seed=3).out)

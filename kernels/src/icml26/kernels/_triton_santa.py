@@ -38,7 +38,8 @@ def _santa_group_kernel(
     k_ptr,  # (B, H_kv, N, D)
     v_ptr,  # (B, H_kv, N, D)
     s_ptr,  # (B, H_q, T * BLOCK_N) fp32: the scores, stashed by the statistics pass
-    a0_ptr,  # (B, H_q, T) systematic offsets
+    a0_ptr,  # (B, H_q, T) systematic offsets (host-drawn)
+    seed_ptr,  # () int64 device seed (DEVICE_RNG): offsets drawn in the kernel
     alpha_ptr,  # (B, H_q, T) count scale per tile (two-pass modes)
     shift_ptr,  # (B, H_q, T) grid shift per tile (two-pass modes)
     out_ptr,  # (B, H_q, T, D) fp32: sum_r c_r v_r per tile
@@ -63,6 +64,8 @@ def _santa_group_kernel(
     PASS: tl.constexpr,  # 0: statistics only (stash scores); 1: sample from the stash; 2: both
     FIXED: tl.constexpr,
     WRITE_COUNTS: tl.constexpr,
+    DEVICE_RNG: tl.constexpr,
+    ROW_OFFSET: tl.constexpr,  # systematic: one offset per (batch, head) row, shared by its tiles
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     BLOCK_G: tl.constexpr,
@@ -106,14 +109,17 @@ def _santa_group_kernel(
     if PASS == 0:
         tl.store(stash, s, mask=mask_g[:, None] & mask_n[None, :])
     else:
+        if DEVICE_RNG:  # Philox from a seed in device memory: no host draw, graph-capturable
+            seed = tl.load(seed_ptr)
+            a0 = tl.rand(seed, (row if ROW_OFFSET else tile).to(tl.int32))
+        else:
+            a0 = tl.load(a0_ptr + tile, mask=mask_g, other=0.0)
         if FIXED:
             alpha = s_fixed / tl.where(mask_g, l, 1.0)
-            base = tl.load(a0_ptr + tile, mask=mask_g, other=0.0)
+            base = a0
         else:
             alpha = tl.load(alpha_ptr + tile, mask=mask_g, other=0.0)
-            base = tl.load(a0_ptr + tile, mask=mask_g, other=0.0) + tl.load(
-                shift_ptr + tile, mask=mask_g, other=0.0
-            )
+            base = a0 + tl.load(shift_ptr + tile, mask=mask_g, other=0.0)
         x = u * alpha[:, None]
         hi = tl.cumsum(x, 1)
         c = tl.floor(base[:, None] + hi) - tl.floor(base[:, None] + hi - x)
@@ -140,7 +146,10 @@ def _santa_group_kernel(
             )
 
 
-def _launch(q, k, v, stash, a0, alpha, shift, block_n, scale, s_fixed, pass_, fixed, counts):
+def _launch(
+    q, k, v, stash, a0, alpha, shift, block_n, scale, s_fixed, pass_, fixed, counts,
+    seed=None, row_offset=False,
+):  # fmt: skip
     B, Hq, D = q.shape
     Hkv, N = k.shape[1], k.shape[2]
     T = math.ceil(N / block_n)
@@ -157,6 +166,7 @@ def _launch(q, k, v, stash, a0, alpha, shift, block_n, scale, s_fixed, pass_, fi
         v,
         stash if stash is not None else dummy,
         a0 if a0 is not None else dummy,
+        seed if seed is not None else dummy,
         alpha if alpha is not None else dummy,
         shift if shift is not None else dummy,
         out,
@@ -181,6 +191,8 @@ def _launch(q, k, v, stash, a0, alpha, shift, block_n, scale, s_fixed, pass_, fi
         PASS=pass_,
         FIXED=fixed,
         WRITE_COUNTS=counts,
+        DEVICE_RNG=seed is not None,
+        ROW_OFFSET=row_offset,
         BLOCK_N=block_n,
         BLOCK_D=max(16, triton.next_power_of_2(D)),
         BLOCK_G=max(16, triton.next_power_of_2(Hq // Hkv)),
@@ -214,17 +226,23 @@ def santa_decode_triton(
     N = k.shape[2]
     scale = 1.0 / math.sqrt(D) if scale is None else scale
     if bernoulli_scores:
+        if isinstance(seed, torch.Tensor):
+            raise ValueError("bernoulli_scores draws on the host: give an integer seed")
         q = ternary_queries(q, torch.Generator().manual_seed(seed))
         seed = seed + 1
     q = q if q.stride(-1) == 1 else q.contiguous()
     k = k if k.stride(-1) == 1 else k.contiguous()
     v = v if v.stride(-1) == 1 else v.contiguous()
     T = math.ceil(N / block_n)
-    a0 = offsets(B, Hq, T, mode, seed).to(q.device, torch.float32)
+    if isinstance(seed, torch.Tensor):  # a device seed: the kernel draws the offsets (Philox)
+        dev_seed, a0 = seed.to(q.device, torch.int64).reshape(()), None
+    else:
+        dev_seed, a0 = None, offsets(B, Hq, T, mode, seed).to(q.device, torch.float32)
+    rng = dict(seed=dev_seed, row_offset=mode == "systematic")
     if mode == "tile_fixed":
         s_t = max(1, num_samples // T)
         out_t, m, l, read, cnt = _launch(
-            q, k, v, None, a0, None, None, block_n, scale, s_t, 2, True, return_counts
+            q, k, v, None, a0, None, None, block_n, scale, s_t, 2, True, return_counts, **rng
         )
         _, _, budget, W, Z = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
         out = (W[..., None] * out_t / (Z[..., None] * budget[..., None])).sum(-2)
@@ -237,20 +255,9 @@ def santa_decode_triton(
         )
         alpha, shift, _, _, _ = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
         out_t, _, _, read, cnt = _launch(
-            q,
-            k,
-            v,
-            stash,
-            a0,
-            alpha.float().contiguous(),
-            shift.float().contiguous(),
-            block_n,
-            scale,
-            0,
-            1,
-            False,
-            return_counts,
-        )
+            q, k, v, stash, a0, alpha.float().contiguous(), shift.float().contiguous(),
+            block_n, scale, 0, 1, False, return_counts, **rng,
+        )  # fmt: skip
         out = out_t.double().sum(-2) / num_samples
     res = SantaOutput(out.to(q.dtype), read.sum(-1).long())
     return (res, cnt[..., :N].double()) if return_counts else res

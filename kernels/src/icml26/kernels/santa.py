@@ -26,8 +26,13 @@ GQA: queries (B, H_q, D) against caches (B, H_kv, N, D) with H_q a multiple of H
 count reports, per KV head, the union of the rows its query heads sampled (each row is read
 once per group).
 
-Randomness: every uniform comes from ``torch.Generator().manual_seed(seed)`` in a fixed order,
-so the reference and the Triton kernel see the same offsets and a call is deterministic.
+Randomness: with an integer ``seed`` every uniform comes from
+``torch.Generator().manual_seed(seed)`` in a fixed order, so the reference and the Triton kernel
+see the same offsets and a call is deterministic. A ``seed`` given as an int64 tensor on the
+device (e.g. a step counter the caller increments in place) makes the Triton kernel draw its
+systematic offsets itself (Philox, keyed by the tile), with no host draw or copy: what a
+captured CUDA graph needs. Its draws differ from the integer seed's; the reference reads such a
+seed as ``int(seed)``.
 """
 
 import math
@@ -187,7 +192,8 @@ def santa_decode_reference(
     Args:
         q: (B, H_q, D) decode queries. k, v: (B, H_kv, N, D) caches.
         num_samples: S. mode: iid | systematic | tile_fixed | tile_prop. block_n: tile size.
-        seed: all randomness. scale: score scale (default 1/sqrt(D)).
+        seed: all randomness: an int, or an int64 tensor (device-drawn offsets on the Triton
+            path). scale: score scale (default 1/sqrt(D)).
         return_counts: also return the (B, H_q, N) counts of each value row.
     Returns:
         SantaOutput(out (B, H_q, D), rows_read (B, H_kv)) [, counts].
@@ -196,6 +202,8 @@ def santa_decode_reference(
     B, Hq, D = q.shape
     Hkv, N = k.shape[1], k.shape[2]
     scale = 1.0 / math.sqrt(D) if scale is None else scale
+    if isinstance(seed, torch.Tensor):  # a device seed (see the module docstring)
+        seed = int(seed)
     gen = torch.Generator().manual_seed(seed)
     if bernoulli_scores:
         q = ternary_queries(q, gen)
@@ -269,15 +277,25 @@ def _santa_decode_op(
     seed: int,
     scale: float | None,
     bernoulli_scores: bool,
+    seed_tensor: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     (out, rows_read), counts = santa_decode(
-        q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, return_counts=True
+        q,
+        k,
+        v,
+        num_samples,
+        mode,
+        block_n,
+        seed if seed_tensor is None else seed_tensor,
+        scale,
+        bernoulli_scores,
+        return_counts=True,
     )
     return out.contiguous(), rows_read.contiguous(), counts.contiguous()
 
 
 @_santa_decode_op.register_fake
-def _(q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores):
+def _(q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, seed_tensor=None):
     B, Hq, D = q.shape
     return (
         q.new_empty(B, Hq, D),
@@ -290,9 +308,11 @@ def _compiled_santa_decode(
     q, k, v, num_samples, mode="tile_fixed", block_n=64, seed=0, scale=None,
     bernoulli_scores=False, return_counts=False,
 ):  # fmt: skip
+    seed_tensor = seed if isinstance(seed, torch.Tensor) else None
     out, rows_read, counts = _santa_decode_op(
-        q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores
-    )
+        q, k, v, num_samples, mode, block_n, 0 if seed_tensor is not None else seed, scale,
+        bernoulli_scores, seed_tensor,
+    )  # fmt: skip
     result = SantaOutput(out, rows_read)
     return (result, counts) if return_counts else result
 
