@@ -59,7 +59,7 @@ def rans_decode_triton(
     assert STATE_LOW == 1 << WORD_BITS == 65536  # the kernel hard-codes both
     device = words.device
     lanes = starts.numel() - 1
-    f = freqs.to(device, torch.int64).contiguous()
+    f = freqs.to(device, torch.int64, non_blocking=True).contiguous()
     c = (torch.cumsum(f, 0) - f).contiguous()
     # output_size given: a tensor of repeats would otherwise sum them on the host (a sync)
     symbol_of_slot = torch.repeat_interleave(
