@@ -8,7 +8,6 @@ from diffusers import (
     DiTTransformer2DModel,
     FlowMatchEulerDiscreteScheduler,
     FluxPipeline,
-    FluxTransformer2DModel,
     SD3Transformer2DModel,
     StableDiffusion3Img2ImgPipeline,
     StableDiffusion3Pipeline,
@@ -74,24 +73,11 @@ def sd3_pipe():
     )
 
 
-@pytest.fixture(scope="module")
-def flux_pipe():
-    torch.manual_seed(0)
-    flux = FluxTransformer2DModel(
-        patch_size=1,
-        in_channels=16,
-        num_layers=1,
-        num_single_layers=1,
-        attention_head_dim=8,
-        num_attention_heads=2,
-        joint_attention_dim=16,
-        pooled_projection_dim=8,
-        guidance_embeds=True,
-        axes_dims_rope=(2, 2, 4),
-    ).eval()
+@pytest.fixture
+def flux_pipe(tiny_flux):
     sched = FlowMatchEulerDiscreteScheduler(use_dynamic_shifting=True)
     none = dict.fromkeys(["text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2"])
-    return FluxPipeline(scheduler=sched, vae=_vae(), transformer=flux, **none)
+    return FluxPipeline(scheduler=sched, vae=_vae(), transformer=tiny_flux(), **none)
 
 
 def _embeds(seed=0, n=1):

@@ -106,22 +106,9 @@ def test_pushing_from_the_device_reads_and_transfers_nothing(scheduler, guidance
     assert counter.ops == []
 
 
-def test_a_flux_stream_builds_nothing_from_host_data():
-    from diffusers import FluxTransformer2DModel
-
-    flux = FluxTransformer2DModel(
-        patch_size=1,
-        in_channels=16,
-        num_layers=1,
-        num_single_layers=1,
-        attention_head_dim=8,
-        num_attention_heads=2,
-        joint_attention_dim=16,
-        pooled_projection_dim=8,
-        guidance_embeds=True,
-        axes_dims_rope=(2, 2, 4),
-    )
-    f = DiffusersDenoiser(flux.eval().to("meta"))
+def test_a_flux_stream_builds_nothing_from_host_data(tiny_flux):
+    flux = tiny_flux()
+    f = DiffusersDenoiser(flux.to("meta"))
     cond = {
         "encoder_hidden_states": torch.zeros(5, 16, device="meta"),
         "pooled_projections": torch.zeros(8, device="meta"),
