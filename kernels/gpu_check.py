@@ -163,34 +163,31 @@ def correctness(device: str, sizes: dict, dtypes) -> Checks:
             tol = lucid_decode.tolerance(dt)
             c.close("lucid_decode out", dt, o, ro, tol)
             c.close("lucid_decode v'", dt, vpn, rvpn, tol)
-        # SANTA: counts equal to the reference's for the same seed, outputs within tolerance
+        # SANTA: the kernel's arithmetic is fp32 and the reference's fp64, so a count can move by
+        # one where a0 + sum x falls within fp32 rounding of an integer: the counts must agree
+        # on almost every row (>= 99.9%, every row total within 1 of its budget), and the output
+        # must equal the reference's aggregation at the kernel's own counts.
         n = sizes["santa_n"]
-        sq, sk, sv = (
-            rnd(2, Hq, D, dtype=dt, scale=2.0),
-            rnd(2, Hkv, n, D, dtype=dt),
-            rnd(2, Hkv, n, D, dtype=dt),
-        )
+        sq = rnd(2, Hq, D, dtype=dt, scale=2.0)
+        sk, sv = rnd(2, Hkv, n, D, dtype=dt), rnd(2, Hkv, n, D, dtype=dt)
         for mode in ("systematic", "tile_fixed", "tile_prop"):
             S = 16 * math.ceil(n / sizes["block"])  # ~16 draws per tile, the paper's setting
             res, cnt = santa_decode(sq, sk, sv, S, mode, sizes["block"], seed=3, return_counts=True)
-            rres, rcnt = santa_decode_reference(
-                sq.double(),
-                sk.double(),
-                sv.double(),
-                S,
-                mode,
-                sizes["block"],
-                seed=3,
+            _, rcnt = santa_decode_reference(
+                sq.double(), sk.double(), sv.double(), S, mode, sizes["block"], seed=3,
                 return_counts=True,
-            )
-            agree = (cnt.cpu() == rcnt.cpu()).double().mean().item()
+            )  # fmt: skip
+            cnt, rcnt = cnt.cpu(), rcnt.cpu()
+            agree = (cnt == rcnt).double().mean().item()
+            totals = (cnt.sum(-1) - rcnt.sum(-1)).abs().max().item()
             c.exact(
                 f"santa_decode {mode} counts",
                 str(dt).replace("torch.", ""),
-                agree == 1.0,
-                f"{agree:.6f} of rows agree",
+                agree >= 0.999 and totals <= 1,
+                f"{agree:.6f} of rows agree, row totals within {totals:.0f}",
             )
-            c.close(f"santa_decode {mode} out", dt, res.out, rres.out, santa_decode.tolerance(dt))
+            want = _santa_at_counts(sq, sk, sv, cnt, S, mode, sizes["block"])
+            c.close(f"santa_decode {mode} out", dt, res.out, want, santa_decode.tolerance(dt))
     # rANS: exact round trip of a quantised-weight-like symbol stream
     sym = torch.randint(0, 16, (sizes["symbols"],), generator=g)
     sym = torch.where(torch.rand(sym.shape, generator=g) < 0.7, 7, sym)  # skewed, like FP8 codes
@@ -203,11 +200,41 @@ def correctness(device: str, sizes: dict, dtypes) -> Checks:
     return c
 
 
+def _santa_at_counts(q, k, v, counts, S, mode, block):
+    """SANTA's output in float64 for given counts (B, H_q, N): the aggregation of the module
+    docstring of ``icml26.kernels.santa`` with the exact tile weights."""
+    import torch
+
+    from icml26.kernels.santa import TileStats, _scores, _tile_stats, plan_from_tile_stats
+
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    s = _scores(q.double().cpu(), k.double().cpu(), scale)
+    _, stats = _tile_stats(s, block)
+    _, _, budget, W, Z = plan_from_tile_stats(TileStats(stats.m, stats.l), S, mode)
+    B, Hq, N = s.shape
+    T = W.shape[-1]
+    vv = v.double().cpu().repeat_interleave(Hq // k.shape[1], dim=1)
+    pad = T * block - N
+    c = torch.nn.functional.pad(counts.double(), (0, pad)).view(B, Hq, T, block)
+    vt = torch.nn.functional.pad(vv, (0, 0, 0, pad)).view(B, Hq, T, block, -1)
+    out_t = torch.einsum("bhtn,bhtnd->bhtd", c, vt)
+    if mode == "tile_fixed":
+        return (W[..., None] * out_t / (Z[..., None] * budget[..., None])).sum(-2)
+    return out_t.sum(-2) / S
+
+
 def _events_ms(fn, repeats: int) -> float:
     import torch
 
     for _ in range(3):
         fn()
+    if not torch.cuda.is_available():  # the --self-test run of this code on a CPU
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            times.append(1e3 * (time.perf_counter() - t))
+        return statistics.median(times)
     torch.cuda.synchronize()
     times = []
     for _ in range(repeats):
@@ -220,23 +247,36 @@ def _events_ms(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def timings(repeats: int, quick: bool) -> list[tuple[str, str, str, str, str]]:
-    """(what, kernel ms, baseline ms, ratio, goal) rows."""
+def _flash():
+    """SDPA's flash backend on CUDA (FlashAttention-2, native GQA); any backend on a CPU."""
+    import contextlib
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if not torch.cuda.is_available():
+        return contextlib.nullcontext()
+    return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+
+
+def timings(repeats: int, quick: bool, tiny: bool = False) -> list[tuple[str, str, str, str, str]]:
+    """(what, kernel ms, baseline ms, ratio, goal) rows; ``tiny``: small shapes on the current
+    device (the CPU self-test of this code)."""
     import torch
     import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from icml26.kernels.attention import softmax_attention
     from icml26.kernels.entropy import quantize_frequencies, rans_decode, rans_encode
     from icml26.kernels.lucid import lucid_attention
 
-    dev, bf = "cuda", torch.bfloat16
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    bf = torch.bfloat16 if dev == "cuda" else torch.float32  # (the interpreter: fp32 tiles)
     rows = []
-    T = 2048 if quick else 8192
-    Hq, Hkv, D = 32, 8, 128
+    T = 32 if tiny else 2048 if quick else 8192
+    Hq, Hkv, D = (4, 2, 16) if tiny else (32, 8, 128)
 
     def fa2_step(q, k, v):
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        with _flash():
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         out.backward(torch.ones_like(out))
 
@@ -259,7 +299,7 @@ def timings(repeats: int, quick: bool) -> list[tuple[str, str, str, str, str]]:
         t = _events_ms(ours(fn), repeats)
         rows.append(
             (
-                f"{name}, T={T}, {Hq}/{Hkv} heads, D={D}, bf16",
+                f"{name}, T={T}, {Hq}/{Hkv} heads, D={D}, {str(bf).replace('torch.', '')}",
                 f"{t:.3f}",
                 f"{base:.3f} (FA2 via SDPA)",
                 f"{t / base:.2f}x",
@@ -267,22 +307,25 @@ def timings(repeats: int, quick: bool) -> list[tuple[str, str, str, str, str]]:
             )
         )
     q.grad = k.grad = v.grad = None
-    for N in (32768,) if quick else (32768, 131072):
-        rows += _decode_rows(N, Hq, Hkv, D, repeats)
+    for N in (256,) if tiny else (32768,) if quick else (32768, 131072):
+        rows += _decode_rows(N, Hq, Hkv, D, repeats, dev, bf)
+    side = 64 if tiny else 576
     g = torch.Generator().manual_seed(0)
     sym = torch.where(
-        torch.rand(576 * 576, generator=g) < 0.7, 7, torch.randint(0, 16, (576 * 576,), generator=g)
+        torch.rand(side * side, generator=g) < 0.7,
+        7,
+        torch.randint(0, 16, (side * side,), generator=g),
     )
     freqs = quantize_frequencies(torch.bincount(sym, minlength=16), prob_bits=12)
-    st = rans_encode(sym, freqs, lanes=576)
-    w, s, f = st.words.to(dev), st.starts.to(dev), freqs.to(dev)
-    t = _events_ms(lambda: rans_decode(w, s, f, sym.numel()), repeats)
-    W = torch.randn(576, 576, device=dev, dtype=bf)
-    x = torch.randn(16, 576, device=dev, dtype=bf)
+    st = rans_encode(sym, freqs, lanes=side)
+    w, s = st.words.to(dev), st.starts.to(dev)  # the frequency table stays on the CPU: no sync
+    t = _events_ms(lambda: rans_decode(w, s, freqs, sym.numel()), repeats)
+    W = torch.randn(side, side, device=dev, dtype=bf)
+    x = torch.randn(16, side, device=dev, dtype=bf)
     base = _events_ms(lambda: x @ W, repeats)
     rows.append(
         (
-            "rANS decode 576x576 (576 lanes)",
+            f"rANS decode {side}x{side} ({side} lanes)",
             f"{t:.3f}",
             f"{base:.3f} (bf16 matmul, 16 tokens)",
             f"{t / base:.1f}x",
@@ -292,44 +335,47 @@ def timings(repeats: int, quick: bool) -> list[tuple[str, str, str, str, str]]:
     return rows
 
 
-def _decode_rows(N: int, Hq: int, Hkv: int, D: int, repeats: int) -> list:
-    """SANTA decode vs dense decode at a cache of N tokens; at 32K also LUCID's decode step."""
+def _decode_rows(N: int, Hq: int, Hkv: int, D: int, repeats: int, dev, dt) -> list:
+    """SANTA decode vs dense decode at a cache of N tokens; at the first N also LUCID's decode
+    step against the same dense decode (the step a model would take without LUCID)."""
     import torch
     import torch.nn.functional as F
 
     from icml26.kernels.lucid import lucid_decode
     from icml26.kernels.santa import santa_decode
 
-    dev, bf = "cuda", torch.bfloat16
-    kc = torch.randn(1, Hkv, N, D, device=dev, dtype=bf)
-    vc = torch.randn(1, Hkv, N, D, device=dev, dtype=bf)
-    qd = torch.randn(1, Hq, 1, D, device=dev, dtype=bf)
-    base = _events_ms(lambda: F.scaled_dot_product_attention(qd, kc, vc, enable_gqa=True), repeats)
-    S = 16 * (N // 256)  # ~16 draws per 256-key tile, the paper's operating point
-    t = _events_ms(lambda: santa_decode(qd[:, :, 0], kc, vc, S, "tile_fixed", 256), repeats)
+    kc = torch.randn(1, Hkv, N, D, device=dev, dtype=dt)
+    vc = torch.randn(1, Hkv, N, D, device=dev, dtype=dt)
+    qd = torch.randn(1, Hq, 1, D, device=dev, dtype=dt)
+
+    def dense():
+        with _flash():
+            return F.scaled_dot_product_attention(qd, kc, vc, enable_gqa=True)
+
+    base = _events_ms(dense, repeats)
+    S = 16 * max(1, N // 256)  # ~16 draws per 256-key tile, the paper's operating point
+    block = min(256, max(16, N // 4))
+    seed = torch.zeros((), dtype=torch.int64, device=dev)  # drawn on the device: no host work
+    t = _events_ms(lambda: santa_decode(qd[:, :, 0], kc, vc, S, "tile_fixed", block, seed), repeats)
     rows = [
         (
-            f"SANTA decode tile_fixed S={S}, N={N}, bf16",
+            f"SANTA decode tile_fixed S={S}, N={N}, {str(dt).replace('torch.', '')}",
             f"{t:.3f}",
-            f"{base:.3f} (SDPA decode)",
+            f"{base:.3f} (SDPA decode, flash)",
             f"{base / t:.2f}x faster",
             ">= 1.3x at 32K" if N == 32768 else "-",
         )
     ]
-    if N == 32768:
-        kf, vf = kc.float(), vc.float()
+    if N in (256, 32768):
+        kf, vf = kc.float(), vc.float()  # LUCID keeps V' in fp32
         qf, kn, vn = qd[:, :, 0].float(), kf[:, :, 0], vf[:, :, 0]
         t = _events_ms(lambda: lucid_decode(qf, kf, vf, kn, vn), repeats)
-        b32 = _events_ms(
-            lambda: F.scaled_dot_product_attention(qf[:, :, None], kf, vf, enable_gqa=True),
-            repeats,
-        )
         rows.append(
             (
                 f"LUCID decode step, N={N}, fp32 cache",
                 f"{t:.3f}",
-                f"{b32:.3f} (SDPA decode, fp32)",
-                f"{t / b32:.2f}x",
+                f"{base:.3f} (SDPA decode, flash, {str(dt).replace('torch.', '')})",
+                f"{t / base:.2f}x",
                 "<= 1.1x",
             )
         )
@@ -349,9 +395,10 @@ def table(checks: Checks, times, device: str) -> str:
         f"| {a} | {b} | {c} | {d} | {'yes' if ok else '**NO**'} |" for a, b, c, d, ok in checks.rows
     ]
     if times:
+        clock = "CUDA events" if "interpreter" not in device else "interpreter: not a speed"
         lines += [
             "",
-            "## Timings (CUDA events, median)",
+            f"## Timings ({clock}, median)",
             "",
             "| what | kernel ms | baseline ms | ratio | goal |",
             "|---|---|---|---|---|",
@@ -371,7 +418,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("runs/kernels_gpu_check.md"))
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer timings")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="fp32 and bf16 only, smaller timings, no autotuning (one config per kernel)",
+    )
     ap.add_argument(
         "--self-test",
         action="store_true",
@@ -381,13 +432,16 @@ def main(argv=None) -> int:
     if args.self_test:
         os.environ["ICML26_KERNELS"] = "interpret"
         os.environ["TRITON_INTERPRET"] = "1"
+    if args.quick:  # one launch config per kernel: no autotuning compiles
+        os.environ.setdefault("ICML26_KERNELS_AUTOTUNE", "0")
     _paths()
     import torch
 
     if args.self_test:
         t0 = time.perf_counter()
         checks = correctness("cpu", TINY, (torch.float32, torch.float16))
-        text = table(checks, None, "cpu, Triton interpreter, tiny sizes")
+        times = timings(2, True, tiny=True)  # the timing code runs; the numbers mean nothing
+        text = table(checks, times, "cpu, Triton interpreter, tiny sizes")
     else:
         if not torch.cuda.is_available():
             print(
@@ -398,7 +452,10 @@ def main(argv=None) -> int:
             return 0
         os.environ["ICML26_KERNELS"] = "triton"
         t0 = time.perf_counter()
-        checks = correctness("cuda", REAL, (torch.float32, torch.float16, torch.bfloat16))
+        dtypes = (torch.float32, torch.bfloat16) if args.quick else (
+            torch.float32, torch.float16, torch.bfloat16
+        )  # fmt: skip
+        checks = correctness("cuda", REAL, dtypes)
         times = timings(args.repeats, args.quick)
         text = table(checks, times, torch.cuda.get_device_name())
     print(text)

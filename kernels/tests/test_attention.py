@@ -89,6 +89,32 @@ def test_triton_matches_the_reference_forward_and_backward(
 
 
 @needs_triton
+@pytest.mark.parametrize("block_m,block_n", [(32, 16), (64, 16)])
+@pytest.mark.parametrize("causal", [True, False])
+def test_triton_unequal_tiles_split_the_diagonal_right(monkeypatch, block_m, block_n, causal):
+    # The GPU's tiles can be taller than wide (BLOCK_M = 2 or 4 x BLOCK_N): the diagonal then
+    # spans several key blocks in the forward and dQ, several query blocks in dK / dV.
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    softmax_attention.triton()  # the kernels' module, imported with the interpreter on
+    import icml26.kernels._triton_attention as kernels
+
+    monkeypatch.setattr(kernels, "_launch_config", lambda D: dict(BLOCK_M=block_m, BLOCK_N=block_n))
+    q, k, v = (t.float() for t in qkv(1, 4, 2, 70, 16, seed=block_m))
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    out = softmax_attention(*leaves, causal=causal)
+    ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
+    ref = softmax_attention_reference(*ref_leaves, causal=causal)
+    atol, rtol = softmax_attention.tolerance(torch.float32)
+    assert_close(out, ref, atol=atol, rtol=rtol)
+    w = torch.randn(ref.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    (out.double() * w).sum().backward()
+    (ref * w).sum().backward()
+    for got, want in zip(leaves, ref_leaves, strict=True):
+        assert_close(got.grad, want.grad, atol=2 * atol, rtol=2 * rtol)
+
+
+@needs_triton
 def test_triton_causal_mask_is_exact(monkeypatch):
     # Changing future tokens leaves earlier outputs and the gradients they send bit-identical.
     monkeypatch.setenv("ICML26_KERNELS", "interpret")

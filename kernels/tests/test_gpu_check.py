@@ -44,6 +44,9 @@ def test_self_test_runs_every_check_through_the_interpreter(tmp_path):
                "santa_decode", "rans_decode"):  # fmt: skip
         assert f"| {op}" in table
     assert "**NO**" not in table and "0 failed" in out.stdout
+    assert "## Timings (interpreter: not a speed" in table  # the timing code ran too
+    for row in ("LUCID attention fwd+bwd", "SANTA decode", "LUCID decode step", "rANS decode"):
+        assert row in table
 
 
 def test_checks_of_the_reference_fail(tmp_path):

@@ -111,10 +111,14 @@ def test_every_autotuner_is_well_formed(monkeypatch):
     for name, (fn, key, restore, configs, prune) in common.TUNED.items():
         assert set(key) <= set(fn.arg_names), (name, key)
         assert set(restore) <= set(fn.arg_names), (name, restore)
-        tuner = common.autotuner(fn, key, restore, configs, prune)
-        assert tuner.keys == list(key)
         if prune is not None:  # every head dim keeps at least one config that fits
             for d in (32, 64, 128, 256):
-                kept = prune(tuner.configs, {"D": d})
+                kept = prune(configs, {"D": d})
                 assert kept and all(c.kwargs["BLOCK_M"] % c.kwargs["BLOCK_N"] == 0 for c in kept)
+        try:
+            tuner = common.autotuner(fn, key, restore, configs, prune)
+        except RuntimeError as e:  # older Triton (3.2) asks for a GPU driver at construction
+            assert "driver" in str(e)
+            continue
+        assert tuner.keys == list(key)
     assert common.TUNED["_lucid_panel_update_kernel"][2] == ("X",)  # updated in place

@@ -45,6 +45,7 @@ _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 def _fwd_block(
     acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_d, dmask, T, skt, svt, qk_scale,
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, UPCAST: tl.constexpr, BLOCK_N: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):  # fmt: skip
     # One key block of the online softmax. Column 0 is valid for every row (padded rows
     # included), so the running max is finite after the first block and no row ever computes
@@ -60,7 +61,7 @@ def _fwd_block(
     if UPCAST:
         k = k.to(tl.float32)
         v = v.to(tl.float32)
-    s = tl.dot(q, tl.trans(k)) * qk_scale
+    s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
     if MASKED:
         valid = nmask[None, :]
         if CAUSAL:
@@ -70,7 +71,7 @@ def _fwd_block(
     alpha = tl.exp2(m_i - m_new)
     p = tl.exp2(s - m_new[:, None])
     l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
     return acc, l_i, m_new
 
 
@@ -129,6 +130,7 @@ def _attn_fwd_kernel(
     sot,
     CAUSAL: tl.constexpr,
     UPCAST: tl.constexpr,
+    PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -161,18 +163,18 @@ def _attn_fwd_kernel(
         for start_n in range(0, diag, BLOCK_N):
             acc, l_i, m_i = _fwd_block(
                 acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_d, dmask, T, skt, svt,
-                qk_scale, False, False, UPCAST, BLOCK_N,
+                qk_scale, False, False, UPCAST, BLOCK_N, PRECISION,
             )  # fmt: skip
         for start_n in range(diag, tl.minimum(diag + BLOCK_M, T), BLOCK_N):
             acc, l_i, m_i = _fwd_block(
                 acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_d, dmask, T, skt, svt,
-                qk_scale, True, True, UPCAST, BLOCK_N,
+                qk_scale, True, True, UPCAST, BLOCK_N, PRECISION,
             )  # fmt: skip
     else:
         for start_n in range(0, T, BLOCK_N):
             acc, l_i, m_i = _fwd_block(
                 acc, l_i, m_i, q, k_base, v_base, start_n, offs_m, offs_d, dmask, T, skt, svt,
-                qk_scale, True, False, UPCAST, BLOCK_N,
+                qk_scale, True, False, UPCAST, BLOCK_N, PRECISION,
             )  # fmt: skip
     out = acc / l_i[:, None]
     tl.store(
@@ -197,13 +199,13 @@ def _load_pair(A, B, off, mask, UPCAST: tl.constexpr):
 @triton.jit
 def _probs_and_score_grads(
     q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL: tl.constexpr,
-    MASKED: tl.constexpr,
+    MASKED: tl.constexpr, PRECISION: tl.constexpr,
 ):  # fmt: skip
     # The backward's shared step: p recomputed from the saved log-sum-exp, and
     # ds = p (dO v^T - delta), both (BLOCK_M, BLOCK_N), zero outside the mask. Unmasked blocks
     # (off the diagonal) may hold padded rows or keys past T: their q, dO (and lse, delta) or k,
     # v are zero, so they add nothing to a stored gradient.
-    s = tl.dot(q, tl.trans(k)) * qk_scale
+    s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
     if MASKED:
         valid = (offs_m[:, None] < T) & (offs_n[None, :] < T)
         if CAUSAL:
@@ -211,7 +213,7 @@ def _probs_and_score_grads(
         p = tl.where(valid, tl.exp2(s - lse[:, None]), 0.0)
     else:
         p = tl.exp2(s - lse[:, None])
-    ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
+    ds = p * (tl.dot(do, tl.trans(v), input_precision=PRECISION) - delta[:, None])
     return p, ds
 
 
@@ -219,6 +221,7 @@ def _probs_and_score_grads(
 def _dkdv_block(
     dk, dv, k, v, Q, DO, LSE, DELTA, bh, start_m, offs_n, offs_d, dmask, T, D, qk_scale,
     CAUSAL: tl.constexpr, MASKED: tl.constexpr, UPCAST: tl.constexpr, BLOCK_M: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):  # fmt: skip
     # One query block's contribution to a key block's dK and dV. Rows past T load as zero
     # (q, dO, lse, delta), so they contribute nothing even unmasked.
@@ -229,10 +232,10 @@ def _dkdv_block(
     lse = tl.load(LSE + bh * T + offs_m, mask=mmask, other=0.0)
     delta = tl.load(DELTA + bh * T + offs_m, mask=mmask, other=0.0)
     p, ds = _probs_and_score_grads(
-        q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL, MASKED
+        q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL, MASKED, PRECISION
     )
-    dv += tl.dot(tl.trans(p.to(do.dtype)), do)
-    dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+    dv += tl.dot(tl.trans(p.to(do.dtype)), do, input_precision=PRECISION)
+    dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision=PRECISION)
     return dk, dv
 
 
@@ -255,6 +258,7 @@ def _attn_bwd_dkdv_kernel(
     sm_scale,
     CAUSAL: tl.constexpr,
     UPCAST: tl.constexpr,
+    PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -284,12 +288,12 @@ def _attn_bwd_dkdv_kernel(
         for start_m in range(lo, diag_end, BLOCK_M):
             dk, dv = _dkdv_block(
                 dk, dv, k, v, Q, DO, LSE, DELTA, bh, start_m, offs_n, offs_d, dmask, T, D,
-                qk_scale, CAUSAL, True, UPCAST, BLOCK_M,
+                qk_scale, CAUSAL, True, UPCAST, BLOCK_M, PRECISION,
             )  # fmt: skip
         for start_m in range(diag_end, T, BLOCK_M):
             dk, dv = _dkdv_block(
                 dk, dv, k, v, Q, DO, LSE, DELTA, bh, start_m, offs_n, offs_d, dmask, T, D,
-                qk_scale, CAUSAL, False, UPCAST, BLOCK_M,
+                qk_scale, CAUSAL, False, UPCAST, BLOCK_M, PRECISION,
             )  # fmt: skip
     tl.store(DK + kv_off, dk * sm_scale, mask=kv_mask)
     tl.store(DV + kv_off, dv, mask=kv_mask)
@@ -299,15 +303,16 @@ def _attn_bwd_dkdv_kernel(
 def _dq_block(
     dq, q, do, lse, delta, K, V, bhk, start_n, offs_m, offs_d, dmask, T, D, qk_scale,
     CAUSAL: tl.constexpr, MASKED: tl.constexpr, UPCAST: tl.constexpr, BLOCK_N: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):  # fmt: skip
     offs_n = start_n + tl.arange(0, BLOCK_N)
     nmask = offs_n < T
     kv_off = bhk * T * D + offs_n[:, None] * D + offs_d[None, :]
     k, v = _load_pair(K, V, kv_off, nmask[:, None] & dmask[None, :], UPCAST)
     _, ds = _probs_and_score_grads(
-        q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL, MASKED
+        q, k, v, do, lse, delta, offs_m, offs_n, T, qk_scale, CAUSAL, MASKED, PRECISION
     )
-    return dq + tl.dot(ds.to(k.dtype), k)
+    return dq + tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)
 
 
 @tuned(key=["D", "CAUSAL", "UPCAST"], configs=ATTN_CONFIGS[2:], prune=_fits)
@@ -328,6 +333,7 @@ def _attn_bwd_dq_kernel(
     sm_scale,
     CAUSAL: tl.constexpr,
     UPCAST: tl.constexpr,
+    PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -353,10 +359,10 @@ def _attn_bwd_dq_kernel(
         hi = tl.minimum(diag + BLOCK_M, T)
     for start_n in range(0, diag, BLOCK_N):
         dq = _dq_block(dq, q, do, lse, delta, K, V, bhk, start_n, offs_m, offs_d, dmask, T, D,
-                       qk_scale, CAUSAL, False, UPCAST, BLOCK_N)  # fmt: skip
+                       qk_scale, CAUSAL, False, UPCAST, BLOCK_N, PRECISION)  # fmt: skip
     for start_n in range(diag, hi, BLOCK_N):
         dq = _dq_block(dq, q, do, lse, delta, K, V, bhk, start_n, offs_m, offs_d, dmask, T, D,
-                       qk_scale, CAUSAL, True, UPCAST, BLOCK_N)  # fmt: skip
+                       qk_scale, CAUSAL, True, UPCAST, BLOCK_N, PRECISION)  # fmt: skip
     tl.store(DQ + q_off, dq * sm_scale, mask=q_mask)
 
 
@@ -371,6 +377,16 @@ def _grid(blocks_of: str, rows: int, T: int, cfg: dict):
     if cfg:
         return (triton.cdiv(T, cfg[blocks_of]), rows)
     return lambda meta: (triton.cdiv(T, meta[blocks_of]), rows)
+
+
+def _precision(dtype: torch.dtype) -> str:
+    """How fp32 tiles use the tensor cores. On a GPU, fp32 inputs get ``tf32x3`` (three TF32
+    products, about fp32's accuracy: LUCID runs this attention on an fp32 V' whose rounding
+    matters); plain TF32 (Triton's default) would round V' to 10 bits. Half-precision tiles
+    ignore it. The interpreter computes in IEEE fp32."""
+    if _INTERPRET:
+        return "ieee"
+    return "tf32x3" if dtype == torch.float32 else "tf32"
 
 
 def _upcast(dtype: torch.dtype) -> bool:
@@ -405,6 +421,7 @@ def _forward(q, k, v, causal: bool, scale: float) -> tuple[torch.Tensor, torch.T
         *o.stride()[:3],
         CAUSAL=causal,
         UPCAST=_upcast(q.dtype),
+        PRECISION=_precision(q.dtype),
         BLOCK_D=max(16, triton.next_power_of_2(D)),
         **cfg,
     )
@@ -422,7 +439,10 @@ def _backward(q, k, v, o, lse, do, causal: bool, scale: float):
     dv = torch.empty_like(dk)
     cfg = _launch_config(D)
     common = dict(
-        CAUSAL=causal, UPCAST=_upcast(q.dtype), BLOCK_D=max(16, triton.next_power_of_2(D))
+        CAUSAL=causal,
+        UPCAST=_upcast(q.dtype),
+        PRECISION=_precision(q.dtype),
+        BLOCK_D=max(16, triton.next_power_of_2(D)),
     )
     args = (T, D, H, G, scale * _LOG2E, scale)
     _attn_bwd_dkdv_kernel[_grid("BLOCK_N", B * H_kv, T, cfg)](

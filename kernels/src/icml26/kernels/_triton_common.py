@@ -10,14 +10,26 @@ import triton.language as tl
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 # Launch shapes tried by the autotuner for kernels whose tiles are fixed by the algorithm.
-WARP_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w in (2, 4, 8) for s in (1, 2, 3)]
+# (few: every one is a compile per key). ICML26_KERNELS_AUTOTUNE=0 keeps only the first of each
+# list: a quick correctness pass, or a machine where compile time matters more than the last 10%.
+WARP_CONFIGS = [
+    triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 3), (4, 3), (2, 2))
+]
+AUTOTUNE = os.environ.get("ICML26_KERNELS_AUTOTUNE", "1") not in ("0", "")
 # Every autotuned kernel, by name: (jit function, key, restore_value, configs, prune); the tests
 # build each autotuner on the CPU to check its argument names.
 TUNED: dict[str, tuple] = {}
 
 
 def autotuner(fn, key, restore=(), configs=None, prune=None):
-    """``triton.autotune`` of ``fn`` over ``configs`` (default :data:`WARP_CONFIGS`)."""
+    """``triton.autotune`` of ``fn`` over ``configs`` (default :data:`WARP_CONFIGS`), pruned by
+    ``prune(configs, named_args)``; with autotuning off, the first config the pruning keeps."""
+    if not AUTOTUNE:
+        inner = prune
+
+        def prune(configs, named_args, **kwargs):  # the first config that fits
+            return (inner(configs, named_args, **kwargs) if inner else configs)[:1]
+
     return triton.autotune(
         configs=configs or WARP_CONFIGS,
         key=list(key),

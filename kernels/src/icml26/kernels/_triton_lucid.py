@@ -272,13 +272,15 @@ def _panel_blocks(block: int, bh: int, T: int) -> int:
     """Row blocks per panel (a power of two). Within a panel the solve is one parallel matmul
     with the panel's inverse; across panels the off-diagonal update is one parallel launch over
     the remaining row blocks, so a solve is 2 launches per panel. 512-row panels keep that chain
-    short; the inverses take BH x T x PB x 4 bytes, so longer sequences get 256- or 128-row
-    panels (at most ~1 GiB). Under the interpreter, 2-block panels so that short test sequences
+    short; building the inverses takes ~32 bytes per entry of BH x T x PB (float64 with
+    temporaries), so longer sequences get 256- or 128-row panels (~4 GiB at most above that only
+    past BH x T = 1M). Under the interpreter, 2-block panels so that short test sequences
     cross panels."""
     if _INTERPRET:
         return 2
+    # the doubling works in float64 with a few panel-sized temporaries: ~32 bytes per entry
     rows = 512
-    while rows > 128 and bh * T * rows * 4 > 1 << 30:
+    while rows > 128 and bh * T * rows * 32 > 1 << 32:
         rows //= 2
     return max(1, rows // block)
 
@@ -306,6 +308,9 @@ def _substitute(
         x = x.to(torch.float32, copy=True).contiguous()
     out = torch.empty(bh, T, dv, device=x.device, dtype=torch.float32)
     block_dv = max(16, min(64, triton.next_power_of_2(dv)))
+    # narrower value chunks when the panel solve would leave SMs idle (B = 1, few KV heads)
+    while block_dv > 16 and bh * panel * triton.cdiv(dv, block_dv) < 264:
+        block_dv //= 2
     n_dv = triton.cdiv(dv, block_dv)
     consts = dict(BLOCK=block, BLOCK_DK=max(16, triton.next_power_of_2(dk)), BLOCK_DV=block_dv)
     strides = (u.stride(0), u.stride(1), x.stride(0), x.stride(1), out.stride(0), out.stride(1))
@@ -454,7 +459,7 @@ class _LucidSolve(torch.autograd.Function):
         norm = k.float().norm(dim=-1, keepdim=True).clamp_min(1e-12)
         u = (k.float() / norm).reshape(B * H, T, dk).contiguous()
         sqrt_d = math.sqrt(dk)
-        dinv = _diagonal_inverses(u, _block_size(T), sqrt_d).contiguous()
+        dinv = _diagonal_inverses(u.double(), _block_size(T), sqrt_d).contiguous()
         x = v.reshape(B * H, T, v.shape[-1]).contiguous()
         vp = _substitute(u, x, dinv, reverse=False)
         ctx.save_for_backward(u, norm, vp, dinv)
@@ -491,7 +496,7 @@ def lucid_solve_backward_triton(
     dv = vp.shape[-1]
     norm = k.float().norm(dim=-1, keepdim=True).clamp_min(1e-12)
     u = (k.float() / norm).reshape(B * H, T, dk).contiguous()
-    dinv = _diagonal_inverses(u, _block_size(T), math.sqrt(dk)).contiguous()
+    dinv = _diagonal_inverses(u.double(), _block_size(T), math.sqrt(dk)).contiguous()
     g = grad_vp.float().reshape(B * H, T, dv).contiguous()
     grad_v = _substitute(u, g, dinv, reverse=True)
     x = vp.float().reshape(B * H, T, dv).contiguous()
@@ -619,7 +624,6 @@ def _lucid_decode_split_kernel(
     )
 
 
-@tuned(key=["D", "G", "BLOCK_S"])
 @triton.jit
 def _lucid_decode_merge_kernel(
     Q,  # (B, H_kv, G, D)
@@ -701,8 +705,9 @@ def _lucid_decode_merge_kernel(
 
 def decode_splits(bh: int, n: int, block_n: int, target_programs: int = 264) -> int:
     """Cache chunks per (batch, KV head): enough programs to fill a GPU (about two per SM of a
-    132-SM part) at small batch, never a chunk under 4 blocks. Under the interpreter, chunks of
-    one block, so short test caches cross several splits."""
+    132-SM part) at small batch, never a chunk under 4 blocks, at most
+    ``cdiv(target_programs, bh)`` (the merge kernel is sized for that). Under the interpreter,
+    chunks of one block, so short test caches cross several splits."""
     blocks = triton.cdiv(max(n, 1), block_n)
     if _INTERPRET:
         return blocks
@@ -746,6 +751,10 @@ def lucid_decode_triton(
     splits = num_splits or decode_splits(B * H_kv, N, block_n)
     chunk = block_n * triton.cdiv(triton.cdiv(max(N, 1), splits), block_n)
     splits = max(1, triton.cdiv(N, chunk))  # no empty trailing chunk
+    # The merge's width is fixed per (batch x KV head) count, not by the cache length: a decode
+    # loop whose cache grows must not compile a new merge every time the split count doubles.
+    cap = splits if (_INTERPRET or num_splits) else max(splits, triton.cdiv(264, B * H_kv))
+    block_s = triton.next_power_of_2(cap)
     dev, f32 = q.device, torch.float32
     acc_l = torch.empty(B * H_kv, splits, D, device=dev, dtype=f32)
     m = torch.empty(B * H_kv, splits, G, device=dev, dtype=f32)
@@ -804,7 +813,7 @@ def lucid_decode_triton(
         kn.stride(1),
         vn.stride(0),
         vn.stride(1),
-        BLOCK_S=triton.next_power_of_2(splits),
+        BLOCK_S=block_s,
         **consts,
     )
     return out.reshape(B, H, D).to(q.dtype), vp_t

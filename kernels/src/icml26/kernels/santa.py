@@ -264,8 +264,8 @@ santa_decode.__doc__ = santa_decode_reference.__doc__
 
 # -- torch.library registration: one graph node for torch.compile -------------------------------
 # The sampled counts make the reference data-dependent (no traceable graph); the custom op hides
-# that and dispatches at run time (Triton on CUDA). It always returns the counts; the compiled
-# entry point drops them unless asked.
+# that and dispatches at run time (Triton on CUDA). Counts are computed only when asked for
+# (otherwise an empty tensor stands in their place in the op's outputs).
 @torch.library.custom_op("icml26::santa_decode", mutates_args=())
 def _santa_decode_op(
     q: torch.Tensor,
@@ -278,8 +278,9 @@ def _santa_decode_op(
     scale: float | None,
     bernoulli_scores: bool,
     seed_tensor: torch.Tensor | None = None,
+    return_counts: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    (out, rows_read), counts = santa_decode(
+    res = santa_decode(
         q,
         k,
         v,
@@ -289,18 +290,23 @@ def _santa_decode_op(
         seed if seed_tensor is None else seed_tensor,
         scale,
         bernoulli_scores,
-        return_counts=True,
+        return_counts=return_counts,
     )
+    (out, rows_read), counts = res if return_counts else (res, q.new_empty(0, dtype=torch.float64))
     return out.contiguous(), rows_read.contiguous(), counts.contiguous()
 
 
 @_santa_decode_op.register_fake
-def _(q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, seed_tensor=None):
+def _(
+    q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, seed_tensor=None,
+    return_counts=True,
+):  # fmt: skip
     B, Hq, D = q.shape
+    counts_shape = (B, Hq, k.shape[2]) if return_counts else (0,)
     return (
         q.new_empty(B, Hq, D),
         q.new_empty(B, k.shape[1], dtype=torch.int64),
-        q.new_empty(B, Hq, k.shape[2], dtype=torch.float64),
+        q.new_empty(counts_shape, dtype=torch.float64),
     )
 
 
@@ -308,10 +314,11 @@ def _compiled_santa_decode(
     q, k, v, num_samples, mode="tile_fixed", block_n=64, seed=0, scale=None,
     bernoulli_scores=False, return_counts=False,
 ):  # fmt: skip
+    # The counts are only computed and written when asked for (the kernel skips them).
     seed_tensor = seed if isinstance(seed, torch.Tensor) else None
     out, rows_read, counts = _santa_decode_op(
         q, k, v, num_samples, mode, block_n, 0 if seed_tensor is not None else seed, scale,
-        bernoulli_scores, seed_tensor,
+        bernoulli_scores, seed_tensor, return_counts,
     )  # fmt: skip
     result = SantaOutput(out, rows_read)
     return (result, counts) if return_counts else result
