@@ -135,7 +135,7 @@ def _attn_fwd_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    pid_m = tl.program_id(0)
+    pid_m = program_id64(0)  # int64: offs_m * (a transposed q's T stride) can pass 2^31
     bh = program_id64(1)
     b = bh // H
     h = bh % H
@@ -263,7 +263,7 @@ def _attn_bwd_dkdv_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    pid_n = tl.program_id(0)
+    pid_n = program_id64(0)
     bhk = program_id64(1)  # batch x KV head
     h_kv = H // G
     b = bhk // h_kv
@@ -338,7 +338,7 @@ def _attn_bwd_dq_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    pid_m = tl.program_id(0)
+    pid_m = program_id64(0)  # int64: offs_m * (a transposed q's T stride) can pass 2^31
     bh = program_id64(1)
     b = bh // H
     bhk = b * (H // G) + (bh % H) // G

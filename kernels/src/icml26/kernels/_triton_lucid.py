@@ -563,6 +563,7 @@ def _lucid_decode_split_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_G: tl.constexpr,
     BLOCK_D: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
     pid = program_id64(0)
     split = tl.program_id(1)
@@ -604,14 +605,15 @@ def _lucid_decode_split_kernel(
         cos = tl.sum(k * u_new[None, :], 1) / tl.where(nmask, k_norm, 1.0)
         l_row = tl.where(nmask, tl.exp(sqrt_d * (cos - 1.0)), 0.0)  # (BLOCK_N,)
         acc_l += tl.sum(l_row[:, None] * vp, 0)
-        # the attention scores of every query head of the group on the same rows
-        s = tl.sum(q[:, None, :] * k[None, :, :], 2) * scale  # (BLOCK_G, BLOCK_N)
+        # the attention scores of every query head of the group on the same rows, by tl.dot
+        # (the group padded to 16 rows; padded heads are never stored)
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # (BLOCK_G, BLOCK_N)
         s = tl.where(nmask[None, :], s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, 1))
         alpha = tl.exp(m - m_new)
         p = tl.exp(s - m_new[:, None])
         l = l * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * vp[None, :, :], 1)
+        acc = acc * alpha[:, None] + tl.dot(p, vp, input_precision=PRECISION)
         m = m_new
     part = pid * SPLITS + split
     tl.store(ACC_L + part * D + offs_d, acc_l, mask=dmask)
@@ -743,9 +745,10 @@ def lucid_decode_triton(
 
     kc, vc = last_contiguous(k_cache), last_contiguous(vp_cache)
     kn, vn = last_contiguous(k_new), last_contiguous(v_new)
-    block_d = triton.next_power_of_2(D)
-    block_g = triton.next_power_of_2(G)
-    block_n = max(16, min(64, 4096 // (block_d * block_g)))
+    # tl.dot needs >= 16 along every dimension: the head dim and the group are padded to 16
+    block_d = max(16, triton.next_power_of_2(D))
+    block_g = max(16, triton.next_power_of_2(G))
+    block_n = 64
     if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
         raise ValueError(f"num_splits must be a positive integer, got {num_splits!r}")
     splits = num_splits or decode_splits(B * H_kv, N, block_n)
@@ -789,6 +792,7 @@ def lucid_decode_triton(
         kn.stride(0),
         kn.stride(1),
         BLOCK_N=block_n,
+        PRECISION=_PRECISION,
         **consts,
     )
     out = torch.empty(B, H_kv, G, D, device=dev, dtype=f32)

@@ -19,6 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
+from icml26.kernels._triton_common import INTERPRET as _INTERPRET
 from icml26.kernels._triton_common import program_id64, tuned
 from icml26.kernels.santa import (
     SantaOutput,
@@ -65,7 +66,9 @@ def _santa_group_kernel(
     FIXED: tl.constexpr,
     WRITE_COUNTS: tl.constexpr,
     DEVICE_RNG: tl.constexpr,
-    ROW_OFFSET: tl.constexpr,  # systematic: one offset per (batch, head) row, shared by its tiles
+    ROW_OFFSET: tl.constexpr,
+    UPCAST: tl.constexpr,
+    PRECISION: tl.constexpr,  # systematic: one offset per (batch, head) row, shared by its tiles
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     BLOCK_G: tl.constexpr,
@@ -91,13 +94,18 @@ def _santa_group_kernel(
             q_ptr + b * sq_b + heads[:, None] * sq_h + offs_d[None, :],
             mask=mask_g[:, None] & mask_d[None, :],
             other=0.0,
-        ).to(tl.float32)
+        )
         k = tl.load(
             k_ptr + b * sk_b + kvh * sk_h + offs_n[:, None] * sk_n + offs_d[None, :],
             mask=mask_n[:, None] & mask_d[None, :],
             other=0.0,
-        ).to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale  # (BLOCK_G, BLOCK_N)
+        )
+        if UPCAST:  # the interpreter's half-precision dot is wrong; fp32 inputs are fp32 anyway
+            q = q.to(tl.float32)
+            k = k.to(tl.float32)
+        # bf16 / fp16 tiles go to the tensor cores as they are: their products are exact in the
+        # fp32 accumulator, so this equals the fp32 dot of the upcast values
+        s = tl.dot(q.to(k.dtype), tl.trans(k), input_precision=PRECISION) * scale
         s = tl.where(mask_g[:, None] & mask_n[None, :], s, -float("inf"))
     m = tl.max(s, 1)
     m = tl.where(mask_g, m, 0.0)  # padded heads: keep the arithmetic finite
@@ -130,8 +138,11 @@ def _santa_group_kernel(
             v_ptr + b * sv_b + kvh * sv_h + offs_n[:, None] * sv_n + offs_d[None, :],
             mask=read[:, None] & mask_d[None, :],
             other=0.0,
-        ).to(tl.float32)
-        out = tl.dot(c, v, input_precision="ieee")  # (BLOCK_G, BLOCK_D): counts are exact
+        )
+        if UPCAST:
+            v = v.to(tl.float32)
+        # (BLOCK_G, BLOCK_D); counts are small integers, exact in any of these dtypes
+        out = tl.dot(c.to(v.dtype), v, input_precision=PRECISION)
         tl.store(
             out_ptr + tile[:, None] * D + offs_d[None, :],
             out,
@@ -193,6 +204,14 @@ def _launch(
         WRITE_COUNTS=counts,
         DEVICE_RNG=seed is not None,
         ROW_OFFSET=row_offset,
+        UPCAST=_INTERPRET or q.dtype in (torch.float32, torch.float64),
+        # fp32 tiles: three TF32 products on a GPU (about fp32's accuracy), IEEE when
+        # interpreted; half-precision tiles use the tensor cores as they are
+        PRECISION="ieee"
+        if _INTERPRET
+        else "tf32x3"
+        if q.dtype in (torch.float32, torch.float64)
+        else "tf32",
         BLOCK_N=block_n,
         BLOCK_D=max(16, triton.next_power_of_2(D)),
         BLOCK_G=max(16, triton.next_power_of_2(Hq // Hkv)),
