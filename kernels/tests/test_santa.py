@@ -139,7 +139,7 @@ needs_triton = pytest.mark.skipif(not triton_available(), reason="Triton is not 
 @needs_triton
 @pytest.mark.parametrize("mode", ["systematic", "tile_fixed", "tile_prop"])
 @pytest.mark.parametrize("N,D", [(1, 16), (7, 17), (150, 24)])
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
 def test_triton_interpreter_matches_the_reference(monkeypatch, mode, N, D, dtype):
     monkeypatch.setenv("ICML26_KERNELS", "interpret")
     monkeypatch.setenv("TRITON_INTERPRET", "0")
