@@ -27,7 +27,7 @@ Ops here:
   PyTorch's ``scaled_dot_product_attention`` on the reference path) on ``(Q, K, V')``.
   ``lucid_attention_reference`` spells the whole thing out with an explicit softmax.
 - ``lucid_decode_reference``: one decode step against a (K, V') cache; ``lucid_decode`` the op
-  (fused Triton kernel: one pass over the cache for both sums).
+  (Triton: split over the cache, one pass over each chunk for both sums, then a merge).
 """
 
 import math
@@ -177,8 +177,8 @@ lucid_decode = register_op(
     "icml26.kernels._triton_lucid:lucid_decode_triton",
     tolerances={torch.float32: (1e-4, 1e-4), torch.float16: (2e-3, 2e-3)},
 )
-"""One decode step against a (K, V') cache; on CUDA the fused Triton kernel: a single pass over
-the cache feeds both the V' update and the online softmax."""
+"""One decode step against a (K, V') cache; on CUDA the Triton kernels: the cache split into
+chunks, a single pass over each feeding both the V' update and the online softmax, then a merge."""
 
 lucid_solve = register_op(
     "lucid_solve",
