@@ -175,41 +175,8 @@ def test_compiled_lucid_attention_equals_eager_without_graph_breaks():
         assert_close(g_compiled, g_eager, atol=1e-5, rtol=1e-5)
 
 
-@needs_triton
-@pytest.mark.parametrize("panel_blocks", [4, 8])  # 2 and 3 doubling levels
-def test_triton_solve_with_wide_panels(monkeypatch, panel_blocks):
-    # The GPU's panels hold 8 to 32 blocks: the panel inverses then come from several levels of
-    # recursive doubling (the other tests use the interpreter's 2-block panels, one level).
-    monkeypatch.setenv("ICML26_KERNELS", "interpret")
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
-    lucid_solve.triton()  # the kernels' module, imported with the interpreter on
-    import icml26.kernels._triton_lucid as kernels
-
-    monkeypatch.setattr(kernels, "_panel_blocks", lambda block, bh, T: panel_blocks)
-    _, k, v = qkv(B=1, Hkv=2, T=150, D=16, similar=0.6, seed=panel_blocks)  # 10 blocks of 16
-    k, v = k.float(), v.float()
-    k1, v1 = k.clone().requires_grad_(), v.clone().requires_grad_()
-    got = lucid_solve(k1, v1)
-    k2, v2 = k.double().requires_grad_(), v.double().requires_grad_()
-    ref = lucid_solve_reference(k2, v2)
-    atol, rtol = lucid_solve.tolerance(torch.float32)
-    assert_close(got, ref, atol=atol, rtol=rtol)
-    w = torch.randn(ref.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    (got.double() * w).sum().backward()
-    (ref * w).sum().backward()
-    assert_close(v1.grad.double(), v2.grad, atol=10 * atol, rtol=10 * rtol)
-    assert_close(k1.grad.double(), k2.grad, atol=10 * atol, rtol=10 * rtol)
-
-
-@needs_triton
-@pytest.mark.parametrize("T", [1, 17, 40, 70])  # 1 to 5 blocks of 16, 1 to 3 panels
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_triton_solve_matches_the_reference_forward_and_backward(monkeypatch, T, dtype):
-    monkeypatch.setenv("ICML26_KERNELS", "interpret")
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
-    _, k, v = qkv(B=2, Hkv=2, T=T, D=12, similar=0.5, seed=T)
-    k = k.to(dtype).transpose(2, 3).contiguous().transpose(2, 3)  # non-contiguous
-    v = v.to(dtype)
+def _solve_matches_the_reference(k, v, dtype):
+    """lucid_solve (Triton) against the float64 reference: output, dk and dv."""
     k1, v1 = k.detach().clone().requires_grad_(), v.detach().clone().requires_grad_()
     got = lucid_solve(k1, v1)
     assert lucid_solve.last_backend is Backend.TRITON
@@ -222,6 +189,32 @@ def test_triton_solve_matches_the_reference_forward_and_backward(monkeypatch, T,
     (ref * w).sum().backward()
     assert_close(v1.grad.double(), v2.grad, atol=10 * atol, rtol=10 * rtol)
     assert_close(k1.grad.double(), k2.grad, atol=10 * atol, rtol=10 * rtol)
+
+
+@needs_triton
+@pytest.mark.parametrize("panel_blocks", [4, 8])  # 2 and 3 doubling levels
+def test_triton_solve_with_wide_panels(monkeypatch, panel_blocks):
+    # The GPU's panels hold 8 to 32 blocks: the panel inverses then come from several levels of
+    # recursive doubling (the other tests use the interpreter's 2-block panels, one level).
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    lucid_solve.triton()  # the kernels' module, imported with the interpreter on
+    import icml26.kernels._triton_lucid as kernels
+
+    monkeypatch.setattr(kernels, "_panel_blocks", lambda block, bh, T: panel_blocks)
+    _, k, v = qkv(B=1, Hkv=2, T=150, D=16, similar=0.6, seed=panel_blocks)  # 10 blocks of 16
+    _solve_matches_the_reference(k.float(), v.float(), torch.float32)
+
+
+@needs_triton
+@pytest.mark.parametrize("T", [1, 17, 40, 70])  # 1 to 5 blocks of 16, 1 to 3 panels
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_triton_solve_matches_the_reference_forward_and_backward(monkeypatch, T, dtype):
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    _, k, v = qkv(B=2, Hkv=2, T=T, D=12, similar=0.5, seed=T)
+    k = k.to(dtype).transpose(2, 3).contiguous().transpose(2, 3)  # non-contiguous
+    _solve_matches_the_reference(k, v.to(dtype), dtype)
 
 
 @needs_triton

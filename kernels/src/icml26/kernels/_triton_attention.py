@@ -27,18 +27,16 @@ blocks are 16 x 16 so that short test sequences span several blocks.
 """
 
 import math
-import os
 
 import torch
 import triton
 import triton.language as tl
 
+from icml26.kernels._triton_common import INTERPRET as _INTERPRET
 from icml26.kernels._triton_common import program_id64, tuned
 from icml26.kernels.attention import check_attention_inputs
 
 _LOG2E = 1.4426950408889634
-# Read once: Triton itself decides between compiling and interpreting when a kernel is defined.
-_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 @triton.jit

@@ -24,18 +24,15 @@ on the fly (one program per row block, both triangle halves), so no (T, T) matri
 """
 
 import math
-import os
 
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from icml26.kernels._triton_common import INTERPRET as _INTERPRET
 from icml26.kernels._triton_common import program_id64, tuned
 from icml26.kernels.lucid import check_decode_inputs, check_lucid_inputs, compute_dtype
-
-# Read once: Triton itself decides between compiling and interpreting when a kernel is defined.
-_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 @triton.jit

@@ -50,12 +50,11 @@ def test_bad_perflow_settings():
 
 
 def test_from_scheduler_reads_a_perflow_config():
-    class Config(dict):
-        pass
-
     class PeRFlowScheduler:  # the authors' class, as a diffusers config would load it
-        config = Config(num_time_windows=2, prediction_type="diff_eps", beta_schedule="linear",
-                        beta_start=0.0001, beta_end=0.02, num_train_timesteps=1000)  # fmt: skip
+        def __init__(self):
+            self.config = dict(num_time_windows=2, prediction_type="diff_eps",
+                               beta_schedule="linear", beta_start=0.0001, beta_end=0.02,
+                               num_train_timesteps=1000)  # fmt: skip
 
     s = PeRFlowWindows.from_scheduler(PeRFlowScheduler(), 4)
     assert (s.num_windows, s.prediction_type) == (2, "diff_eps")
