@@ -7,6 +7,7 @@ import torch
 from icml26.kernels import Backend, triton_available
 from icml26.kernels.santa import (
     MODES,
+    counts_at_offsets,
     largest_remainder,
     santa_decode,
     santa_decode_reference,
@@ -133,6 +134,22 @@ def test_bad_inputs(change, match):
         santa_decode_reference(**args)
 
 
+def test_nan_checks_read_only_what_the_estimator_reads():
+    q, k, v = problem(N=40)
+    k[0, 0, 3, 0] = float("nan")
+    with pytest.raises(ValueError, match="k contains NaN"):
+        santa_decode_reference(q, k, v, 8, "systematic", 16)
+    q, k, v = problem(N=40)
+    q[0, 1], q[0, 3] = q[0, 0], q[0, 2]  # each group's heads score row 5 alike
+    k[0, :, 5] = -50 * q[0, ::2] / q[0, ::2].norm(dim=-1, keepdim=True)  # weight ~ exp(-200)
+    v[0, :, 5] = float("nan")  # a row no head can draw is never read
+    res, counts = santa_decode_reference(q, k, v, 8, "systematic", 16, return_counts=True)
+    assert counts[0, :, 5].sum() == 0 and torch.isfinite(res.out).all()
+    v[0, :, 6] = float("nan")
+    with pytest.raises(ValueError, match="value row that was drawn"):
+        santa_decode_reference(q, k, v, 10_000, "systematic", 16)  # every row is drawn
+
+
 needs_triton = pytest.mark.skipif(not triton_available(), reason="Triton is not installed")
 
 
@@ -224,3 +241,74 @@ def test_cuda_kernel_matches_the_reference(monkeypatch, dtype):
     )
     assert santa_decode.last_backend is Backend.TRITON
     assert (gc.cpu() != rc).float().mean() < 0.01  # bf16 scores may move a count at a boundary
+
+
+# -- key ranges: padded batches, a static cache's unused tail, sliding windows --------------------
+
+RANGES = (torch.tensor([0, 37, 5]), torch.tensor([150, 150, 29]))  # full, left pad, short window
+
+
+def test_a_key_range_is_sampled_exactly_as_the_same_keys_alone():
+    q, k, v = problem(B=3, N=150)
+    s = torch.einsum("bkgd,bknd->bkgn", q.view(3, 2, 2, 16), k).reshape(3, 4, 150) / 4.0
+    a0 = torch.rand(3, 4, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for mode in ("systematic", "tile_fixed", "tile_prop"):
+        counts, weight = counts_at_offsets(s, a0, 24, mode, 32, *RANGES)
+        for b, (lo, hi) in enumerate(zip(*RANGES, strict=True)):
+            T_b = -(-(hi - lo) // 32)
+            alone_c, alone_w = counts_at_offsets(
+                s[b : b + 1, :, lo:hi], a0[b : b + 1, :, :T_b], 24, mode, 32
+            )
+            assert torch.equal(counts[b, :, lo:hi], alone_c[0]), mode
+            assert torch.equal(weight[b, :, lo:hi], alone_w[0]), mode
+            assert counts[b, :, :lo].sum() == counts[b, :, hi:].sum() == 0
+    # tile_fixed's S_t counts the tiles of the range, not of the cache: 24 // 1 for 24 keys
+    counts, _ = counts_at_offsets(s, a0, 24, "tile_fixed", 32, *RANGES)
+    assert counts[2].sum(-1).tolist() == [24.0] * 4
+
+
+@pytest.mark.parametrize("mode", ["iid", "systematic", "tile_fixed"])
+def test_key_ranges_stay_unbiased_for_the_masked_softmax(mode):
+    q, k, v = problem(B=3, N=150)
+    outs = torch.stack(
+        [
+            santa_decode_reference(q, k, v, 16, mode, 32, seed=s, key_start=RANGES[0],
+                                   key_end=RANGES[1]).out
+            for s in range(800)
+        ]
+    )  # fmt: skip
+    target = torch.cat(
+        [dense(q[b : b + 1], k[b : b + 1, :, lo:hi], v[b : b + 1, :, lo:hi])
+         for b, (lo, hi) in enumerate(zip(*RANGES, strict=True))]
+    )  # fmt: skip
+    assert_unbiased(outs, target, name=f"{mode} with key ranges")
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "match"),
+    [
+        (torch.tensor([0, 5, 0]), torch.tensor([150, 5, 29]), "key_start < key_end"),
+        (torch.tensor([0, 0, 0]), torch.tensor([150, 151, 29]), "<= N=150"),
+        (torch.tensor([0, 0]), None, r"shape \(B=3,\)"),
+        (torch.tensor([0.0, 0.0, 0.0]), None, "integer tensor"),
+    ],
+)
+def test_bad_key_ranges(start, end, match):
+    q, k, v = problem(B=3, N=150)
+    with pytest.raises((ValueError, TypeError), match=match):
+        santa_decode_reference(q, k, v, 8, "systematic", 32, key_start=start, key_end=end)
+
+
+@needs_triton
+@pytest.mark.parametrize("mode", ["systematic", "tile_fixed", "tile_prop"])
+def test_triton_interpreter_matches_the_reference_on_key_ranges(monkeypatch, mode):
+    monkeypatch.setenv("ICML26_KERNELS", "interpret")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    q, k, v = problem(B=3, N=150, dtype=torch.float32)
+    kw = dict(key_start=RANGES[0], key_end=RANGES[1], return_counts=True)
+    got, gc = santa_decode(q, k, v, 40, mode, 32, seed=2, **kw)
+    assert santa_decode.last_backend is Backend.TRITON
+    ref, rc = santa_decode_reference(q, k, v, 40, mode, 32, seed=2, **kw)
+    assert torch.equal(gc, rc) and gc[1, :, :37].sum() == 0 and gc[2, :, 29:].sum() == 0
+    assert torch.equal(got.rows_read, ref.rows_read)
+    assert_close(got.out, ref.out, atol=1e-5, rtol=1e-5)

@@ -25,6 +25,8 @@ from icml26.kernels.santa import (
     SantaOutput,
     TileStats,
     check_santa_inputs,
+    fixed_budget,
+    key_ranges,
     offsets,
     plan_from_tile_stats,
     santa_decode_reference,
@@ -47,13 +49,15 @@ def _santa_group_kernel(
     m_ptr,  # (B, H_q, T) fp32 tile max
     l_ptr,  # (B, H_q, T) fp32 tile sum exp(s - m)
     read_ptr,  # (B, H_kv, T) int32: value rows read per tile (the group's union)
-    cnt_ptr,  # (B, H_q, T * BLOCK_N) fp32 counts (WRITE_COUNTS)
+    cnt_ptr,  # (B, H_q, T * BLOCK_N) fp32 counts (WRITE_COUNTS), by position in the range
+    start_ptr,  # (B,) int64 first valid key: tiles are aligned at it
+    end_ptr,  # (B,) int64 one past the last valid key
+    sfix_ptr,  # (B,) fp32 S_t of tile_fixed (FIXED)
     N,
     D,
     T,
     G,
     scale,
-    s_fixed,
     sq_b,
     sq_h,
     sk_b,
@@ -77,14 +81,16 @@ def _santa_group_kernel(
     kvh = program_id64(1)
     t = tl.program_id(2)
     Hq = tl.num_programs(1) * G
-    offs_n = t * BLOCK_N + tl.arange(0, BLOCK_N)
+    rel_n = t * BLOCK_N + tl.arange(0, BLOCK_N)  # position inside the sequence's key range
+    offs_n = tl.load(start_ptr + b) + rel_n  # key index in the cache
     offs_d = tl.arange(0, BLOCK_D)
     offs_g = tl.arange(0, BLOCK_G)
-    mask_n, mask_d, mask_g = offs_n < N, offs_d < D, offs_g < G
+    mask_n = (offs_n < tl.load(end_ptr + b)) & (offs_n < N)
+    mask_d, mask_g = offs_d < D, offs_g < G
     heads = kvh * G + offs_g  # the group's query heads
     row = b * Hq + heads  # (BLOCK_G,) index of (batch, query head)
     tile = row * T + t  # (BLOCK_G,) index of (batch, query head, tile)
-    stash = s_ptr + row[:, None] * (T * BLOCK_N) + offs_n[None, :]
+    stash = s_ptr + row[:, None] * (T * BLOCK_N) + rel_n[None, :]
     if PASS == 1:
         s = tl.load(stash, mask=mask_g[:, None] & mask_n[None, :], other=-float("inf"))
     else:
@@ -109,7 +115,8 @@ def _santa_group_kernel(
         s = tl.where(mask_g[:, None] & mask_n[None, :], s, -float("inf"))
     m = tl.max(s, 1)
     m = tl.where(mask_g, m, 0.0)  # padded heads: keep the arithmetic finite
-    u = tl.where(mask_n[None, :], tl.exp(s - m[:, None]), 0.0)
+    # a tile past the key range has m = -inf: its u is 0, not exp(nan)
+    u = tl.where(mask_n[None, :], tl.exp(s - tl.where(m > -float("inf"), m, 0.0)[:, None]), 0.0)
     l = tl.sum(u, 1)
     if PASS != 1:
         tl.store(m_ptr + tile, m, mask=mask_g)
@@ -123,7 +130,8 @@ def _santa_group_kernel(
         else:
             a0 = tl.load(a0_ptr + tile, mask=mask_g, other=0.0)
         if FIXED:
-            alpha = s_fixed / tl.where(mask_g, l, 1.0)
+            filled = mask_g & (l > 0)  # a tile past the key range draws nothing
+            alpha = tl.where(filled, tl.load(sfix_ptr + b) / tl.where(filled, l, 1.0), 0.0)
             base = a0
         else:
             alpha = tl.load(alpha_ptr + tile, mask=mask_g, other=0.0)
@@ -151,14 +159,14 @@ def _santa_group_kernel(
         tl.store(read_ptr + (b * tl.num_programs(1) + kvh) * T + t, tl.sum(read.to(tl.int32), 0))
         if WRITE_COUNTS:
             tl.store(
-                cnt_ptr + row[:, None] * (T * BLOCK_N) + offs_n[None, :],
+                cnt_ptr + row[:, None] * (T * BLOCK_N) + rel_n[None, :],
                 c,
                 mask=mask_g[:, None] & mask_n[None, :],
             )
 
 
 def _launch(
-    q, k, v, stash, a0, alpha, shift, block_n, scale, s_fixed, pass_, fixed, counts,
+    q, k, v, stash, a0, alpha, shift, block_n, scale, ranges, s_fixed, pass_, fixed, counts,
     seed=None, row_offset=False,
 ):  # fmt: skip
     B, Hq, D = q.shape
@@ -185,12 +193,13 @@ def _launch(
         l,
         read,
         cnt,
+        *ranges,
+        s_fixed if s_fixed is not None else dummy,
         N,
         D,
         T,
         Hq // Hkv,
         scale,
-        float(s_fixed),
         q.stride(0),
         q.stride(1),
         k.stride(0),
@@ -230,13 +239,16 @@ def santa_decode_triton(
     scale=None,
     bernoulli_scores=False,
     return_counts=False,
+    key_start=None,
+    key_end=None,
 ):
     """SANTA decode on the Triton kernels; same arguments and result as the reference."""
     check_santa_inputs(q, k, v, num_samples, mode, block_n)
     if mode == "iid":  # the textbook estimator has no tiled kernel: it is the reference
         return santa_decode_reference(
-            q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, return_counts
-        )
+            q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, return_counts,
+            key_start, key_end,
+        )  # fmt: skip
     if block_n & (block_n - 1) or block_n < 16:
         raise ValueError(
             f"block_n must be a power of two >= 16 for the Triton kernel, got {block_n}"
@@ -253,30 +265,39 @@ def santa_decode_triton(
     k = k if k.stride(-1) == 1 else k.contiguous()
     v = v if v.stride(-1) == 1 else v.contiguous()
     T = math.ceil(N / block_n)
+    start, end = key_ranges(key_start, key_end, B, N, q.device)
+    n_tiles = (end - start + block_n - 1) // block_n
     if isinstance(seed, torch.Tensor):  # a device seed: the kernel draws the offsets (Philox)
         dev_seed, a0 = seed.to(q.device, torch.int64).reshape(()), None
     else:
         dev_seed, a0 = None, offsets(B, Hq, T, mode, seed).to(q.device, torch.float32)
     rng = dict(seed=dev_seed, row_offset=mode == "systematic")
     if mode == "tile_fixed":
-        s_t = max(1, num_samples // T)
+        s_t = fixed_budget(num_samples, n_tiles).float()
         out_t, m, l, read, cnt = _launch(
-            q, k, v, None, a0, None, None, block_n, scale, s_t, 2, True, return_counts, **rng
-        )
-        _, _, budget, W, Z = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
-        out = (W[..., None] * out_t / (Z[..., None] * budget[..., None])).sum(-2)
+            q, k, v, None, a0, None, None, block_n, scale, (start, end), s_t, 2, True,
+            return_counts, **rng,
+        )  # fmt: skip
+        _, _, budget, W, Z = plan_from_tile_stats(TileStats(m, l), num_samples, mode, n_tiles)
+        out = (torch.where(W > 0, W / (Z * budget), 0.0)[..., None] * out_t).sum(-2)
     else:
         # Statistics pass (the scores are stashed: the sampling pass reads them, not K again),
         # then the same plan the reference builds from the same tile statistics.
         stash = torch.empty(B, Hq, T * block_n, dtype=torch.float32, device=q.device)
         _, m, l, _, _ = _launch(
-            q, k, v, stash, None, None, None, block_n, scale, 0, 0, False, False
+            q, k, v, stash, None, None, None, block_n, scale, (start, end), None, 0, False, False
         )
         alpha, shift, _, _, _ = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
         out_t, _, _, read, cnt = _launch(
             q, k, v, stash, a0, alpha.float().contiguous(), shift.float().contiguous(),
-            block_n, scale, 0, 1, False, return_counts, **rng,
+            block_n, scale, (start, end), None, 1, False, return_counts, **rng,
         )  # fmt: skip
         out = out_t.double().sum(-2) / num_samples
     res = SantaOutput(out.to(q.dtype), read.sum(-1).long())
-    return (res, cnt[..., :N].double()) if return_counts else res
+    if not return_counts:
+        return res
+    # counts by position in each key range -> by key index in the cache
+    pos = start[:, None] + torch.arange(T * block_n, device=q.device)
+    where = pos.clamp(max=N - 1)[:, None].expand(B, Hq, -1)
+    counts = cnt.double().new_zeros(B, Hq, N).scatter_add_(-1, where, cnt.double())
+    return res, counts

@@ -79,12 +79,13 @@ def check_santa_inputs(q, k, v, num_samples, mode, block_n) -> None:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if not isinstance(block_n, int) or block_n < 1:
         raise ValueError(f"block_n must be a positive integer, got {block_n!r}")
-    # Only CPU tensors are scanned: on a GPU the scan would synchronise and read all of V, the
-    # tensor SANTA exists not to read. There, NaN in q or K gives NaN out (every score is
-    # computed); a NaN in a value row that is never drawn is never read.
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.device.type == "cpu" and not torch.isfinite(t).all():
-            raise ValueError(f"{name} contains NaN or inf")
+    # Only the query is scanned here, and only on the CPU: on a GPU a scan synchronises, and a
+    # scan of K and V would read all of V, the tensor SANTA exists not to read. The reference
+    # checks K through the scores it computes anyway and V on the rows it reads; on a GPU, NaN
+    # in q or K gives NaN out (every score is computed) and a NaN in a value row that is never
+    # drawn is never read.
+    if q.device.type == "cpu" and not torch.isfinite(q).all():
+        raise ValueError("q contains NaN or inf")
 
 
 def ternary_queries(q: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
@@ -108,46 +109,98 @@ def largest_remainder(weights: torch.Tensor, total: int) -> torch.Tensor:
 
 
 class TileStats(NamedTuple):
-    """Per (B, H_q, tile): the max score ``m`` and ``l = sum exp(s - m)``."""
+    """Per (B, H_q, tile): the max score ``m`` and ``l = sum exp(s - m)`` (``m = -inf``, ``l = 0``
+    for a tile with no valid key)."""
 
     m: torch.Tensor
     l: torch.Tensor
 
 
+def key_ranges(key_start, key_end, B: int, N: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The valid keys ``[key_start[b], key_end[b])`` of each sequence as int64 (B,) tensors on
+    ``device``; None means 0 / N. CPU tensors are checked (0 <= start < end <= N); on a GPU the
+    check would synchronise, so the values are clamped into [0, N] instead (an empty range gives
+    NaN, as a fully masked row does in dense attention)."""
+    out = []
+    for name, t, default in (("key_start", key_start, 0), ("key_end", key_end, N)):
+        if t is None:
+            out.append(torch.full((B,), default, dtype=torch.int64, device=device))
+            continue
+        if not isinstance(t, torch.Tensor) or t.dtype.is_floating_point or t.dtype == torch.bool:
+            raise TypeError(f"{name} must be an integer tensor of shape (B={B},), got {t!r}")
+        if t.shape != (B,):
+            raise ValueError(f"{name} must have shape (B={B},), got {tuple(t.shape)}")
+        out.append(t.to(device=device, dtype=torch.int64))
+    start, end = out
+    given = key_start is not None or key_end is not None
+    if given and start.device.type == "cpu":
+        if not ((0 <= start) & (start < end) & (end <= N)).all():
+            raise ValueError(
+                f"key ranges must satisfy 0 <= key_start < key_end <= N={N}, got "
+                f"key_start={start.tolist()}, key_end={end.tolist()}"
+            )
+    start = start.clamp(0, N)
+    return start, torch.maximum(end.clamp(max=N), start)
+
+
 def _scores(q, k, scale) -> torch.Tensor:
-    Hq, Hkv = q.shape[1], k.shape[1]
-    kk = k.repeat_interleave(Hq // Hkv, dim=1)  # (B, Hq, N, D)
-    return torch.einsum("bhd,bhnd->bhn", q.double(), kk.double()) * scale
+    """(B, H_q, N) float64 scores; each KV head serves its group of query heads (no copy of K
+    per query head)."""
+    B, Hq, D = q.shape
+    Hkv = k.shape[1]
+    s = torch.einsum("bkgd,bknd->bkgn", q.double().view(B, Hkv, Hq // Hkv, D), k.double())
+    return s.reshape(B, Hq, -1) * scale
 
 
-def _tile_stats(s: torch.Tensor, block_n: int) -> tuple[torch.Tensor, TileStats]:
+def _tiles(s: torch.Tensor, start, end, block_n: int, full: bool = False):
+    """Scores laid out in tiles aligned at each sequence's first valid key: (scores (B, H, T,
+    block_n) with -inf off the range, valid mask, absolute key index (B, 1, T * block_n))."""
     B, H, N = s.shape
     T = math.ceil(N / block_n)
-    pad = torch.full((B, H, T * block_n - N), -torch.inf, dtype=s.dtype, device=s.device)
-    st = torch.cat([s, pad], -1).view(B, H, T, block_n)
+    pos = start[:, None] + torch.arange(T * block_n, device=s.device)  # (B, T * block_n)
+    valid = pos < end[:, None]
+    pos = pos.clamp(max=N - 1)[:, None]  # (B, 1, L)
+    if full:  # every sequence spans the cache: the tiles are the padded rows, no gather
+        st = torch.nn.functional.pad(s, (0, T * block_n - N), value=-torch.inf)
+    else:
+        st = s.gather(-1, pos.expand(B, H, -1)).masked_fill(~valid[:, None], -torch.inf)
+    return st.view(B, H, T, block_n), valid.view(B, 1, T, block_n), pos
+
+
+def _tile_stats(st: torch.Tensor, valid: torch.Tensor) -> TileStats:
     m = st.amax(-1)
-    l = torch.exp(st - m[..., None]).sum(-1)
-    return st, TileStats(m, l)
+    u = torch.where(valid, torch.exp(st - m.nan_to_num(neginf=0.0)[..., None]), 0.0)
+    return TileStats(m, u.sum(-1))
 
 
 def sampling_plan(s: torch.Tensor, num_samples: int, mode: str, block_n: int):
     """The plan of ``plan_from_tile_stats`` for full score rows s (B, H, N)."""
-    _, stats = _tile_stats(s, block_n)
-    return plan_from_tile_stats(stats, num_samples, mode)
+    B, _, N = s.shape
+    start, end = key_ranges(None, None, B, N, s.device)
+    st, valid, _ = _tiles(s, start, end, block_n)
+    return plan_from_tile_stats(_tile_stats(st, valid), num_samples, mode)
 
 
-def plan_from_tile_stats(stats: TileStats, num_samples: int, mode: str):
+def fixed_budget(num_samples: int, n_tiles: torch.Tensor) -> torch.Tensor:
+    """``tile_fixed``'s draws per tile, ``S_t = max(1, floor(S / n_tiles))``, per sequence."""
+    return (num_samples // n_tiles).clamp_min(1)
+
+
+def plan_from_tile_stats(stats: TileStats, num_samples: int, mode: str, n_tiles=None):
     """Per-tile systematic-sampling parameters shared by the reference and the kernel.
 
     Returns (alpha, base_shift, budget, W, Z), each (B, H, T) but Z (B, H, 1): inside tile t the
     expected count of row r is ``x_r = exp(s_r - m_t) * alpha_t``; the tile's systematic grid
     starts at ``a0_t + base_shift_t``; ``budget`` is S_t (the global S for ``systematic``); W and
-    Z are the exact tile weights and their sum, for the merge.
+    Z are the exact tile weights and their sum, for the merge. ``n_tiles`` (B,): the tiles each
+    sequence's key range spans (default all T); tiles past them have no valid key and get
+    nothing.
     """
     m_star = stats.m.amax(-1, keepdim=True)
-    W = torch.exp(stats.m - m_star) * stats.l  # (B, H, T) exact tile weights
+    W = torch.exp(stats.m - m_star) * stats.l  # (B, H, T) exact tile weights; 0 off the range
     Z = W.sum(-1, keepdim=True)
     T = W.shape[-1]
+    filled = stats.l > 0
     if mode == "systematic":
         # One systematic grid over the whole row: tile t continues where tile t-1 stopped.
         alpha = num_samples * torch.exp(stats.m - m_star) / Z
@@ -155,15 +208,16 @@ def plan_from_tile_stats(stats: TileStats, num_samples: int, mode: str):
         base_shift = torch.cumsum(mass, -1) - mass
         budget = torch.full_like(W, float(num_samples))
     elif mode == "tile_fixed":
-        s_t = max(1, num_samples // T)
-        budget = torch.full_like(W, float(s_t))
-        alpha = s_t / stats.l
+        if n_tiles is None:
+            n_tiles = torch.full(W.shape[:1], T, dtype=torch.int64, device=W.device)
+        budget = fixed_budget(num_samples, n_tiles).to(W.dtype)[:, None, None].expand_as(W)
+        alpha = budget / stats.l
         base_shift = torch.zeros_like(W)
     else:  # tile_prop
         budget = largest_remainder(W, num_samples).to(W.dtype)
         alpha = budget / stats.l
         base_shift = torch.zeros_like(W)
-    return alpha, base_shift, budget, W, Z
+    return torch.where(filled, alpha, 0.0), base_shift, budget, W, Z
 
 
 def offsets(B: int, H: int, T: int, mode: str, seed: int) -> torch.Tensor:
@@ -173,6 +227,35 @@ def offsets(B: int, H: int, T: int, mode: str, seed: int) -> torch.Tensor:
     if mode == "systematic":
         return torch.rand(B, H, 1, generator=gen, dtype=torch.float64).expand(B, H, T).contiguous()
     return torch.rand(B, H, T, generator=gen, dtype=torch.float64)
+
+
+def counts_at_offsets(s, a0, num_samples, mode, block_n, key_start=None, key_end=None):
+    """The systematic-sampling counts (B, H, N) of score rows ``s`` (B, H, N) for given offsets
+    ``a0`` (B, H, T) in [0, 1), and the per-row merge weights (B, H, N): the estimate is
+    ``sum_r weight_r v_r``. The tile modes' whole randomness is a0, so this is the estimator as a
+    deterministic function of it (what an exact expectation integrates over)."""
+    B, H, N = s.shape
+    start, end = key_ranges(key_start, key_end, B, N, s.device)
+    full = key_start is None and key_end is None
+    st, valid, pos = _tiles(s, start, end, block_n, full)
+    stats = _tile_stats(st, valid)
+    n_tiles = (end - start + block_n - 1) // block_n
+    alpha, shift, budget, W, Z = plan_from_tile_stats(stats, num_samples, mode, n_tiles)
+    u = torch.where(valid, torch.exp(st - stats.m.nan_to_num(neginf=0.0)[..., None]), 0.0)
+    x = u * alpha[..., None]  # (B, H, T, block_n) expected counts
+    base = (a0 + shift)[..., None]
+    hi = torch.cumsum(x, -1)
+    c = torch.where(valid, torch.floor(base + hi) - torch.floor(base + hi - x), 0.0)
+    if mode == "tile_fixed":  # merge with the exact tile weights
+        w = torch.where(W > 0, W / (Z * budget), 0.0)[..., None] * c
+    else:  # systematic and tile_prop: every draw weighs 1/S
+        w = c / num_samples
+    if full:
+        return c.flatten(-2)[..., :N], w.flatten(-2)[..., :N]
+    where = pos.expand(B, H, -1)
+    counts = s.new_zeros(B, H, N).scatter_add_(-1, where, c.flatten(-2))
+    weight = s.new_zeros(B, H, N).scatter_add_(-1, where, w.flatten(-2))
+    return counts, weight
 
 
 def santa_decode_reference(
@@ -186,6 +269,8 @@ def santa_decode_reference(
     scale: float | None = None,
     bernoulli_scores: bool = False,
     return_counts: bool = False,
+    key_start: torch.Tensor | None = None,
+    key_end: torch.Tensor | None = None,
 ):
     """The definition of SANTA decode (module docstring), in float64 torch.
 
@@ -195,6 +280,10 @@ def santa_decode_reference(
         seed: all randomness: an int, or an int64 tensor (device-drawn offsets on the Triton
             path). scale: score scale (default 1/sqrt(D)).
         return_counts: also return the (B, H_q, N) counts of each value row.
+        key_start, key_end: (B,) integer tensors: sequence b attends to keys
+            ``[key_start[b], key_end[b])`` only (left padding, a static cache's unused tail, a
+            sliding window); its tiles start at key_start[b], so it is sampled exactly as the
+            same keys would be without the rest. Default: the whole cache.
     Returns:
         SantaOutput(out (B, H_q, D), rows_read (B, H_kv)) [, counts].
     """
@@ -209,9 +298,13 @@ def santa_decode_reference(
         q = ternary_queries(q, gen)
         seed = seed + 1  # the offsets below must not reuse the ternary draws
     s = _scores(q, k, scale)  # (B, Hq, N) float64
-    vv = v.repeat_interleave(Hq // Hkv, dim=1).double()  # (B, Hq, N, D)
+    if s.device.type == "cpu" and not torch.isfinite(s).all():
+        raise ValueError("k contains NaN or inf (a score is not finite)")
     if mode == "iid":
-        p = torch.softmax(s, -1)
+        start, end = key_ranges(key_start, key_end, B, N, s.device)
+        keys = torch.arange(N, device=s.device)
+        valid = (keys >= start[:, None]) & (keys < end[:, None])
+        p = torch.softmax(s.masked_fill(~valid[:, None], -torch.inf), -1)
         idx = torch.multinomial(
             p.view(-1, N).cpu(),
             num_samples,
@@ -223,25 +316,19 @@ def santa_decode_reference(
             .scatter_add_(-1, idx, torch.ones_like(idx, dtype=torch.float64))
             .to(s.device)
         )
-        out = torch.einsum("bhn,bhnd->bhd", counts, vv) / num_samples
+        weight = counts / num_samples
     else:
-        st, stats = _tile_stats(s, block_n)
-        alpha, shift, budget, W, Z = plan_from_tile_stats(stats, num_samples, mode)
-        T = W.shape[-1]
-        a0 = offsets(B, Hq, T, mode, seed).to(s.device)
-        x = torch.exp(st - stats.m[..., None]) * alpha[..., None]  # (B, H, T, block_n)
-        base = (a0 + shift)[..., None]
-        hi = torch.cumsum(x, -1)
-        c = torch.floor(base + hi) - torch.floor(base + hi - x)
-        counts = c.flatten(-2)[..., :N]
-        vt = torch.cat([vv, vv.new_zeros(B, Hq, T * block_n - N, D)], 2).view(B, Hq, T, block_n, D)
-        out_t = torch.einsum("bhtn,bhtnd->bhtd", c, vt)  # sum_r c_r v_r per tile
-        if mode == "tile_fixed":
-            out = (W[..., None] * out_t / (Z[..., None] * budget[..., None])).sum(-2)
-        else:  # systematic and tile_prop: every draw weighs 1/S
-            out = out_t.sum(-2) / num_samples
-    sampled = (counts > 0).view(B, Hkv, Hq // Hkv, N).any(2)
-    result = SantaOutput(out.to(q.dtype), sampled.sum(-1))
+        a0 = offsets(B, Hq, math.ceil(N / block_n), mode, seed).to(s.device)
+        counts, weight = counts_at_offsets(s, a0, num_samples, mode, block_n, key_start, key_end)
+    sampled = (counts > 0).view(B, Hkv, Hq // Hkv, N).any(2)  # (B, Hkv, N): the rows read
+    if v.device.type == "cpu" and not torch.isfinite(v[sampled]).all():
+        raise ValueError("v contains NaN or inf in a value row that was drawn")
+    # only the rows drawn are read (a NaN elsewhere is never touched)
+    b, h, r = sampled.nonzero(as_tuple=True)
+    w = weight.view(B, Hkv, Hq // Hkv, N)[b, h, :, r]  # (rows, G)
+    out = torch.zeros(B, Hkv, Hq // Hkv, D, dtype=torch.float64, device=s.device)
+    out.index_put_((b, h), w[:, :, None] * v[b, h, r].double()[:, None], accumulate=True)
+    result = SantaOutput(out.reshape(B, Hq, D).to(q.dtype), sampled.sum(-1))
     return (result, counts) if return_counts else result
 
 
@@ -279,6 +366,8 @@ def _santa_decode_op(
     bernoulli_scores: bool,
     seed_tensor: torch.Tensor | None = None,
     return_counts: bool = True,
+    key_start: torch.Tensor | None = None,
+    key_end: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     res = santa_decode(
         q,
@@ -291,6 +380,8 @@ def _santa_decode_op(
         scale,
         bernoulli_scores,
         return_counts=return_counts,
+        key_start=key_start,
+        key_end=key_end,
     )
     (out, rows_read), counts = res if return_counts else (res, q.new_empty(0, dtype=torch.float64))
     return out.contiguous(), rows_read.contiguous(), counts.contiguous()
@@ -299,7 +390,7 @@ def _santa_decode_op(
 @_santa_decode_op.register_fake
 def _(
     q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, seed_tensor=None,
-    return_counts=True,
+    return_counts=True, key_start=None, key_end=None,
 ):  # fmt: skip
     B, Hq, D = q.shape
     counts_shape = (B, Hq, k.shape[2]) if return_counts else (0,)
@@ -312,13 +403,13 @@ def _(
 
 def _compiled_santa_decode(
     q, k, v, num_samples, mode="tile_fixed", block_n=64, seed=0, scale=None,
-    bernoulli_scores=False, return_counts=False,
+    bernoulli_scores=False, return_counts=False, key_start=None, key_end=None,
 ):  # fmt: skip
     # The counts are only computed and written when asked for (the kernel skips them).
     seed_tensor = seed if isinstance(seed, torch.Tensor) else None
     out, rows_read, counts = _santa_decode_op(
         q, k, v, num_samples, mode, block_n, 0 if seed_tensor is not None else seed, scale,
-        bernoulli_scores, seed_tensor, return_counts,
+        bernoulli_scores, seed_tensor, return_counts, key_start, key_end,
     )  # fmt: skip
     result = SantaOutput(out, rows_read)
     return (result, counts) if return_counts else result
