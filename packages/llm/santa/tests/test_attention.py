@@ -1,7 +1,11 @@
+import copy
+
 import pytest
 import torch
 
 from icml26.santa import disable_santa, enable_santa, tiny_llama
+from icml26.santa.attention import key_ranges_from_mask
+from icml26.santa.demo import _cache_kw
 
 
 @pytest.fixture
@@ -42,15 +46,131 @@ def test_many_samples_approach_dense_decode(model):
     assert torch.allclose(santa, dense, atol=2e-3, rtol=0)
 
 
-def test_padded_batches_fall_back_to_dense(model):
-    ids = torch.randint(1, 256, (2, 50), generator=torch.Generator().manual_seed(2))
-    mask = torch.ones(2, 50, dtype=torch.long)
-    mask[1, :10] = 0  # left padding in the second row
-    state = enable_santa(model, num_samples=8)
+def _second_token_logits(model, ids, seeds, **kw):
+    """Logits of the first SANTA decode step (the second generated token), one row per seed."""
+    rows = []
+    for seed in seeds:
+        state = enable_santa(model, num_samples=6, mode="systematic", block_n=16, seed=seed)
+        with torch.no_grad():
+            out = model.generate(
+                ids, max_new_tokens=2, do_sample=False, output_logits=True,
+                return_dict_in_generate=True, **kw,
+            )  # fmt: skip
+        rows.append(out.logits[1])
+        disable_santa(model)
+    return torch.stack(rows), state  # (seeds, B, vocab)
+
+
+def test_a_padded_batch_samples_each_sequence_as_it_would_alone():
+    model = tiny_llama(seed=0, layers=1)
+    g = torch.Generator().manual_seed(2)
+    long, short = (
+        torch.randint(1, 256, (1, 60), generator=g),
+        torch.randint(1, 256, (1, 37), generator=g),
+    )
+    batch = torch.cat([long, torch.cat([torch.zeros(1, 23, dtype=torch.long), short], 1)])
+    mask = torch.ones(2, 60, dtype=torch.long)
+    mask[1, :23] = 0  # left padding in the second row
+    seeds = range(150)
+    padded, state = _second_token_logits(model, batch, seeds, attention_mask=mask)
+    assert state.calls == 1 and 0 < state.rows_read < state.rows_total
+    assert state.rows_total == 2 * (61 + 38)  # the visible keys of both rows, per KV head
+    alone = [
+        _second_token_logits(model, x, [1000 + s for s in seeds])[0][:, 0] for x in (long, short)
+    ]
+    for row, single in enumerate(alone):
+        got = padded[:, row]
+        assert got.std(0).max() > 1e-3  # it samples (a dense fallback would not vary)
+        # Same sampling distribution: the means agree within 5 standard errors, the spreads
+        # within 30%, on the 20 logits that vary most.
+        top = single.std(0).topk(20).indices
+        se = (got[:, top].var(0) / len(seeds) + single[:, top].var(0) / len(seeds)).sqrt()
+        assert ((got[:, top].mean(0) - single[:, top].mean(0)).abs() / se).max() < 5
+        ratio = got[:, top].std(0) / single[:, top].std(0)
+        assert (ratio - 1).abs().max() < 0.3
+
+
+def test_a_static_cache_is_sampled_up_to_its_filled_length(model):
+    ids = torch.randint(0, 256, (1, 70), generator=torch.Generator().manual_seed(4))
+    state = enable_santa(model, num_samples=16, mode="tile_fixed", block_n=16)
     with torch.no_grad():
-        model.generate(ids, attention_mask=mask, max_new_tokens=3, do_sample=False)
-    assert state.calls == 0
+        model.generate(ids, max_new_tokens=4, do_sample=False, cache_implementation="static")
+    layers = model.config.num_hidden_layers
+    assert state.calls == 3 * layers
+    # dense decode reads 71, 72, 73 rows per KV head and layer, not the static cache's length
+    assert state.rows_total == layers * 2 * (71 + 72 + 73)
     disable_santa(model)
+
+
+def test_compiled_decode_samples_without_graph_breaks(model):
+    from transformers import StaticCache
+
+    ids = torch.randint(0, 256, (1, 40), generator=torch.Generator().manual_seed(5))
+    cache = StaticCache(config=model.config, max_cache_len=64)
+    kw = _cache_kw(model)
+    with torch.no_grad():
+        pre = model(ids, use_cache=True, **{kw: cache})
+        tok = pre.logits[:, -1:].argmax(-1)
+        state = enable_santa(model, num_samples=8, mode="tile_prop", block_n=16, seed=3)
+        torch._dynamo.reset()
+        step = torch.compile(model, fullgraph=True)
+        pos = torch.tensor([40])
+        got = step(tok, **{kw: cache}, cache_position=pos, position_ids=pos[None]).logits
+    assert state.calls == model.config.num_hidden_layers and state.rows_read < state.rows_total
+    disable_santa(model)
+    assert torch.isfinite(got).all()
+
+
+def test_a_sliding_window_model_samples_inside_its_window():
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(0)
+    cfg = MistralConfig(vocab_size=256, hidden_size=64, intermediate_size=128,
+                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                        sliding_window=24)  # fmt: skip
+    model = MistralForCausalLM(cfg).eval()
+    ids = torch.randint(0, 256, (1, 80), generator=torch.Generator().manual_seed(6))
+    kw = _cache_kw(model)
+    with torch.no_grad():
+        cache = model(ids[:, :-1], use_cache=True).past_key_values
+        dense = model(ids[:, -1:], **{kw: copy.deepcopy(cache)}).logits
+        state = enable_santa(model, num_samples=200_000, mode="systematic")
+        santa = model(ids[:, -1:], **{kw: copy.deepcopy(cache)}).logits
+        disable_santa(model)
+    assert state.rows_total == 2 * 2 * 24  # the window, not the 80 cached keys
+    assert torch.allclose(santa, dense, atol=2e-3, rtol=0)
+
+
+def test_soft_capped_models_are_refused():
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    cfg = Gemma2Config(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                       num_attention_heads=2, num_key_value_heads=1, head_dim=32)  # fmt: skip
+    with pytest.raises(ValueError, match="soft-capping"):
+        enable_santa(Gemma2ForCausalLM(cfg))
+
+
+@pytest.mark.parametrize(
+    ("mask", "match"),
+    [
+        (torch.tensor([[[[True, False, True, True]]]]), "holes"),
+        (torch.zeros(1, 2, 1, 4, dtype=torch.bool), "one decode-step mask row"),
+        (torch.tensor([[[[0.0, -1.5, 0.0, 0.0]]]]), "attention bias"),
+    ],
+)
+def test_masks_sampling_cannot_honour_are_refused(mask, match):
+    with pytest.raises(ValueError, match=match):
+        key_ranges_from_mask(mask, 4)
+
+
+def test_key_ranges_from_masks():
+    pad = torch.tensor([[[[False, False, True, True, True]]], [[[True] * 5]]])
+    start, end = key_ranges_from_mask(pad, 5)
+    assert start.tolist() == [2, 0] and end.tolist() == [5, 5]
+    static = torch.tensor([[[[0.0, 0.0, 0.0, -torch.inf, -torch.inf]]]])
+    start, end = key_ranges_from_mask(static, 5)
+    assert start.tolist() == [0] and end.tolist() == [3]
+    assert key_ranges_from_mask(None, 5) == (None, None)
 
 
 def test_seeds_advance_per_call_and_runs_are_reproducible(model):

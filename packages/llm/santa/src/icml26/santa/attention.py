@@ -26,33 +26,92 @@ IMPLEMENTATION = "santa"
 
 @dataclass
 class SantaState:
-    """What a model's SANTA attention does, and what it measured."""
+    """What a model's SANTA attention does, and what it measured.
+
+    The counters live in tensors on the model's device and are updated in place, so a decode
+    step never waits on the device and ``torch.compile`` traces the attention as one graph; the
+    properties read them (one sync each)."""
 
     num_samples: int = 64
     mode: str = "tile_fixed"
     block_n: int = 64
     seed: int = 0
     enabled: bool = True
-    calls: int = 0
-    """Decode-attention calls so far (each gets its own seed: seed + calls)."""
-    rows_read: int = 0
-    rows_total: int = 0
-    """Value rows read vs rows a dense decode would read, summed over calls."""
     capture: Callable | None = None
-    """Called as capture(module, q, k, v) on every decode call (for analysis)."""
+    """Called as capture(module, q, k, v) on every decode call (for analysis; breaks a
+    compiled graph)."""
     previous_implementation: str | None = field(default=None, repr=False)
+    step: torch.Tensor | None = field(default=None, repr=False)
+    """The next call's seed, ``seed + calls`` (int64, incremented in place after each call)."""
+    counters: torch.Tensor | None = field(default=None, repr=False)
+    """(value rows read, value rows a dense decode would read) summed over calls (int64)."""
+
+    def _on(self, device: torch.device) -> None:
+        if self.step is None:
+            self.step = torch.tensor(self.seed, dtype=torch.int64, device=device)
+            self.counters = torch.zeros(2, dtype=torch.int64, device=device)
+        elif self.step.device != device:  # the model moved
+            self.step, self.counters = self.step.to(device), self.counters.to(device)
+
+    @property
+    def calls(self) -> int:
+        """Decode-attention calls so far (call i draws with seed ``seed + i``)."""
+        return 0 if self.step is None else int(self.step) - self.seed
+
+    @property
+    def rows_read(self) -> int:
+        return 0 if self.counters is None else int(self.counters[0])
+
+    @property
+    def rows_total(self) -> int:
+        return 0 if self.counters is None else int(self.counters[1])
 
     @property
     def read_fraction(self) -> float:
         return self.rows_read / max(self.rows_total, 1)
 
 
-def _decode_mask_is_trivial(mask: torch.Tensor | None) -> bool:
+def key_ranges_from_mask(mask: torch.Tensor | None, n_keys: int):
+    """The (key_start, key_end) of each sequence from a decode-step attention mask, or (None,
+    None) when every key is visible.
+
+    ``mask`` is what transformers hands the attention at a decode step: None, a boolean (B, 1,
+    1, N) (True = attend) or an additive float mask (0 = attend, -inf = masked). Left padding, a
+    static cache's unused tail and a sliding window all leave one contiguous run of visible keys
+    per sequence, which is what SANTA samples from. Other masks (holes, per-head masks, additive
+    biases) are refused, on the CPU with a ValueError and on a GPU with a device-side assert
+    (no host sync)."""
     if mask is None:
-        return True
+        return None, None
+    if mask.dim() != 4 or mask.shape[1] != 1 or mask.shape[2] != 1:
+        raise ValueError(
+            f"SANTA needs one decode-step mask row per sequence, (B, 1, 1, N); got "
+            f"{tuple(mask.shape)}"
+        )
     if mask.dtype == torch.bool:
-        return bool(mask.all())
-    return bool((mask == 0).all())
+        visible = mask[:, 0, 0, -n_keys:]
+    else:
+        row = mask[:, 0, 0, -n_keys:]
+        visible = row == 0
+        bias_free = ((row == 0) | (row == -torch.inf) | (row <= torch.finfo(row.dtype).min)).all()
+        _check(bias_free, "SANTA takes a 0 / -inf mask, not an additive attention bias")
+    v = visible.to(torch.int32)
+    start = v.argmax(-1)
+    end = n_keys - v.flip(-1).argmax(-1)
+    _check(
+        (v.sum(-1) == end - start).all() & (end > start).all(),
+        "SANTA samples one contiguous run of visible keys per sequence; this mask has holes "
+        "or hides every key",
+    )
+    return start, end
+
+
+def _check(ok: torch.Tensor, message: str) -> None:
+    if ok.device.type == "cpu" and not torch.compiler.is_compiling():
+        if not bool(ok):
+            raise ValueError(message)
+    else:  # checked on the device (no host sync on the decode path) or inside the graph
+        torch._assert_async(ok, message)
 
 
 def santa_attention_forward(
@@ -60,34 +119,42 @@ def santa_attention_forward(
 ):
     """The ``AttentionInterface`` function: query (B, H_q, T, D), key/value (B, H_kv, N, D)."""
     state: SantaState | None = getattr(module, "santa_state", None)
-    decode = query.shape[2] == 1
-    if (
-        state is None
-        or not state.enabled
-        or not decode
-        or not _decode_mask_is_trivial(attention_mask)
-    ):
-        # Prefill, or a padded batch: dense attention (padding masks are not sampled around).
+    if state is None or not state.enabled or query.shape[2] != 1:  # prefill: dense SDPA
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
+    if kwargs.get("softcap") is not None:
+        raise NotImplementedError(_SOFTCAP)
     q = query[:, :, 0]  # (B, H_q, D)
     if state.capture is not None:
         state.capture(module, q, key, value)
-    res = santa_decode(
+    B, Hkv, N = key.shape[:3]
+    # Padding, a static cache's tail, a sliding window: sampled around, per sequence.
+    start, end = key_ranges_from_mask(attention_mask, N)
+    state._on(query.device)
+    res = santa_decode.compiled(
         q,
         key,
         value,
         state.num_samples,
         state.mode,
         state.block_n,
-        seed=state.seed + state.calls,
+        seed=state.step,
         scale=scaling,
+        key_start=start,
+        key_end=end,
     )
-    state.calls += 1
-    state.rows_read += int(res.rows_read.sum())
-    state.rows_total += key.shape[0] * key.shape[1] * key.shape[2]
+    state.counters[0].add_(res.rows_read.sum())
+    # what dense decode reads: the visible keys, per KV head
+    state.counters[1].add_(Hkv * B * N if start is None else Hkv * (end - start).sum())
+    state.step.add_(1)
     return res.out.unsqueeze(1), None  # (B, 1, H_q, D), as SDPA's wrapper returns
+
+
+_SOFTCAP = (
+    "SANTA samples value rows in proportion to softmax(q K^T); a model with attention logit "
+    "soft-capping (Gemma 2 style) needs tanh-capped scores, which SANTA does not implement"
+)
 
 
 AttentionInterface.register(IMPLEMENTATION, santa_attention_forward)
@@ -124,6 +191,9 @@ def enable_santa(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     modules = _attention_modules(model)
+    if getattr(model.config, "attn_logit_softcapping", None) is not None:
+        raise ValueError(_SOFTCAP + f" (this model's config sets attn_logit_softcapping="
+                         f"{model.config.attn_logit_softcapping})")  # fmt: skip
     state = SantaState(num_samples, mode, block_n, seed, capture=capture)
     state.previous_implementation = getattr(model.config, "_attn_implementation", None) or "sdpa"
     for m in modules:
