@@ -8,6 +8,7 @@ from icml26.kernels import Backend, triton_available
 from icml26.kernels.santa import (
     MODES,
     counts_at_offsets,
+    expected_output,
     largest_remainder,
     santa_decode,
     santa_decode_reference,
@@ -249,7 +250,7 @@ RANGES = (torch.tensor([0, 37, 5]), torch.tensor([150, 150, 29]))  # full, left 
 
 
 def test_a_key_range_is_sampled_exactly_as_the_same_keys_alone():
-    q, k, v = problem(B=3, N=150)
+    q, k, _ = problem(B=3, N=150)
     s = torch.einsum("bkgd,bknd->bkgn", q.view(3, 2, 2, 16), k).reshape(3, 4, 150) / 4.0
     a0 = torch.rand(3, 4, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     for mode in ("systematic", "tile_fixed", "tile_prop"):
@@ -312,3 +313,44 @@ def test_triton_interpreter_matches_the_reference_on_key_ranges(monkeypatch, mod
     assert torch.equal(gc, rc) and gc[1, :, :37].sum() == 0 and gc[2, :, 29:].sum() == 0
     assert torch.equal(got.rows_read, ref.rows_read)
     assert_close(got.out, ref.out, atol=1e-5, rtol=1e-5)
+
+
+# -- the exact expectation: the estimator integrated over its offsets -----------------------------
+
+
+@pytest.mark.parametrize("mode", ["iid", "systematic", "tile_fixed"])
+@pytest.mark.parametrize("ranges", [False, True])
+def test_the_exact_expectation_of_the_unbiased_modes_is_the_dense_output(mode, ranges):
+    q, k, v = problem(B=3, N=150, peak=3.0)
+    kw = dict(key_start=RANGES[0], key_end=RANGES[1]) if ranges else {}
+    got = expected_output(q, k, v, 20, mode, 32, **kw)
+    if ranges:
+        want = torch.cat(
+            [dense(q[b : b + 1], k[b : b + 1, :, lo:hi], v[b : b + 1, :, lo:hi])
+             for b, (lo, hi) in enumerate(zip(*RANGES, strict=True))]
+        )  # fmt: skip
+    else:
+        want = dense(q, k, v)
+    assert_close(got, want, atol=1e-12, rtol=1e-10)
+
+
+def test_tile_props_exact_bias_is_its_rounding_and_the_sampler_has_that_mean():
+    q, k, v = problem(N=90, peak=3.0)
+    S, block = 16, 32
+    got = expected_output(q, k, v, S, "tile_prop", block)
+    # By hand: tile t gets S_t draws proportional to its weight, each tile's draws average its
+    # own softmax, so E[o^] = sum_t (S_t / S) (tile t's softmax-weighted mean of v).
+    s = torch.einsum("bhd,bhnd->bhn", q, k.repeat_interleave(2, 1)) / 4.0
+    v2 = v.repeat_interleave(2, 1)
+    tiles = [slice(0, 32), slice(32, 64), slice(64, 90)]
+    W = torch.stack([torch.logsumexp(s[..., t], -1) for t in tiles], -1).softmax(-1)
+    S_t = largest_remainder(W, S).double()
+    means = torch.stack(
+        [torch.einsum("bhn,bhnd->bhd", s[..., t].softmax(-1), v2[:, :, t]) for t in tiles], -2
+    )
+    assert_close(got, (S_t[..., None] / S * means).sum(-2), atol=1e-12, rtol=1e-10)
+    assert (got - dense(q, k, v)).abs().max() > 1e-3  # the rounding bias is there
+    draws = torch.stack(
+        [santa_decode_reference(q, k, v, S, "tile_prop", block, seed=i).out for i in range(1500)]
+    )
+    assert_unbiased(draws, got, name="tile_prop against its exact expectation")

@@ -133,12 +133,15 @@ def key_ranges(key_start, key_end, B: int, N: int, device) -> tuple[torch.Tensor
         out.append(t.to(device=device, dtype=torch.int64))
     start, end = out
     given = key_start is not None or key_end is not None
-    if given and start.device.type == "cpu":
-        if not ((0 <= start) & (start < end) & (end <= N)).all():
-            raise ValueError(
-                f"key ranges must satisfy 0 <= key_start < key_end <= N={N}, got "
-                f"key_start={start.tolist()}, key_end={end.tolist()}"
-            )
+    if (
+        given
+        and start.device.type == "cpu"
+        and not ((start >= 0) & (start < end) & (end <= N)).all()
+    ):
+        raise ValueError(
+            f"key ranges must satisfy 0 <= key_start < key_end <= N={N}, got "
+            f"key_start={start.tolist()}, key_end={end.tolist()}"
+        )
     start = start.clamp(0, N)
     return start, torch.maximum(end.clamp(max=N), start)
 
@@ -258,6 +261,59 @@ def counts_at_offsets(s, a0, num_samples, mode, block_n, key_start=None, key_end
     return counts, weight
 
 
+def expected_weights(s, num_samples, mode, block_n, key_start=None, key_end=None):
+    """The exact expectation of the estimator's row weights (B, H, N) over its randomness, for
+    score rows ``s`` (B, H, N): ``E[o^] = sum_r E[weight_r] v_r``. An unbiased mode gives
+    ``softmax(s)``; ``tile_prop`` gives its rounding bias.
+
+    ``iid``: ``E[counts] = S p``. The tile modes: a tile's counts are a step function of its
+    offset a0, jumping where ``a0 + shift_t + sum_{<=r} x`` crosses an integer; tiles are
+    independent given their offsets (``systematic`` shares one offset, which does not change
+    any tile's own expectation), so integrating each tile over [0, 1) between its jumps - the
+    estimator evaluated at each interval's midpoint, weighted by the interval's length - is
+    exact, with no Monte Carlo noise."""
+    B, H, N = s.shape
+    start, end = key_ranges(key_start, key_end, B, N, s.device)
+    if mode == "iid":
+        keys = torch.arange(N, device=s.device)
+        valid = (keys >= start[:, None]) & (keys < end[:, None])
+        return torch.softmax(s.masked_fill(~valid[:, None], -torch.inf), -1)
+    full = key_start is None and key_end is None
+    st, valid, _ = _tiles(s, start, end, block_n, full)
+    stats = _tile_stats(st, valid)
+    n_tiles = (end - start + block_n - 1) // block_n
+    alpha, shift, _, _, _ = plan_from_tile_stats(stats, num_samples, mode, n_tiles)
+    u = torch.where(valid, torch.exp(st - stats.m.nan_to_num(neginf=0.0)[..., None]), 0.0)
+    x = u * alpha[..., None]
+    hi = torch.cumsum(x, -1)
+    # the jumps of every floor in the counts, as offsets in [0, 1), sorted per tile
+    jumps = torch.cat([-(shift[..., None] + hi), -(shift[..., None] + hi - x)], -1) % 1.0
+    edges = torch.cat([torch.zeros_like(hi[..., :1]), jumps.sort(-1).values], -1)
+    edges = torch.cat([edges, torch.ones_like(edges[..., :1])], -1)  # (B, H, T, 2 block_n + 2)
+    lengths, mids = edges.diff(dim=-1), (edges[..., 1:] + edges[..., :-1]) / 2
+    T = st.shape[2]
+    tile_of = ((torch.arange(N, device=s.device) - start[:, None]) // block_n).clamp(0, T - 1)
+    tile_of = tile_of[:, None].expand(B, H, N)
+    expected = torch.zeros_like(s)
+    for j in range(lengths.shape[-1]):
+        _, w = counts_at_offsets(s, mids[..., j], num_samples, mode, block_n, key_start, key_end)
+        expected += w * lengths[..., j].gather(-1, tile_of)
+    return expected
+
+
+def expected_output(q, k, v, num_samples, mode, block_n=64, scale=None, key_start=None,
+                    key_end=None) -> torch.Tensor:  # fmt: skip
+    """``E[o^]`` (B, H_q, D) float64, exactly (see ``expected_weights``): compare it with the
+    dense output to measure the estimator's bias without sampling noise."""
+    check_santa_inputs(q, k, v, num_samples, mode, block_n)
+    B, Hq, D = q.shape
+    Hkv, N = k.shape[1], k.shape[2]
+    s = _scores(q, k, 1.0 / math.sqrt(D) if scale is None else scale)
+    w = expected_weights(s, num_samples, mode, block_n, key_start, key_end)
+    out = torch.einsum("bkgn,bknd->bkgd", w.view(B, Hkv, Hq // Hkv, N), v.double())
+    return out.reshape(B, Hq, D)
+
+
 def santa_decode_reference(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -321,13 +377,15 @@ def santa_decode_reference(
         a0 = offsets(B, Hq, math.ceil(N / block_n), mode, seed).to(s.device)
         counts, weight = counts_at_offsets(s, a0, num_samples, mode, block_n, key_start, key_end)
     sampled = (counts > 0).view(B, Hkv, Hq // Hkv, N).any(2)  # (B, Hkv, N): the rows read
-    if v.device.type == "cpu" and not torch.isfinite(v[sampled]).all():
-        raise ValueError("v contains NaN or inf in a value row that was drawn")
-    # only the rows drawn are read (a NaN elsewhere is never touched)
-    b, h, r = sampled.nonzero(as_tuple=True)
-    w = weight.view(B, Hkv, Hq // Hkv, N)[b, h, :, r]  # (rows, G)
-    out = torch.zeros(B, Hkv, Hq // Hkv, D, dtype=torch.float64, device=s.device)
-    out.index_put_((b, h), w[:, :, None] * v[b, h, r].double()[:, None], accumulate=True)
+    weight = weight.view(B, Hkv, Hq // Hkv, N)
+    out = torch.einsum("bkgn,bknd->bkgd", weight, v.double())
+    if not torch.isfinite(out).all():  # one row-sized check; the cause is looked for only now
+        if not torch.isfinite(v[sampled]).all():
+            raise ValueError("v contains NaN or inf in a value row that was drawn")
+        # a row never drawn holds NaN or inf: it must not be read, not even times 0
+        out = torch.einsum(
+            "bkgn,bknd->bkgd", weight, torch.where(sampled[..., None], v, 0).double()
+        )
     result = SantaOutput(out.reshape(B, Hq, D).to(q.dtype), sampled.sum(-1))
     return (result, counts) if return_counts else result
 
