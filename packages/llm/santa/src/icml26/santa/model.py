@@ -68,3 +68,20 @@ def python_docs_text() -> str:
     import pydoc_data.topics as topics
 
     return "\n\n".join(topics.topics[k] for k in sorted(topics.topics))
+
+
+def corpus_text(min_chars: int = 1_200_000) -> str:
+    """Python's documentation topics, then the source of standard-library modules (sorted by
+    name) until ``min_chars`` characters: offline text long enough for disjoint 8K-token
+    windows."""
+    import sysconfig
+
+    parts = [python_docs_text()]
+    size = len(parts[0])
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
+        if size >= min_chars:
+            break
+        text = path.read_text(encoding="utf-8", errors="replace")
+        parts.append(text)
+        size += len(text)
+    return "\n\n".join(parts)
