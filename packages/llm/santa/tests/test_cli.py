@@ -23,7 +23,9 @@ def test_quick_demo_on_the_tiny_model_writes_valid_smoke_results(tmp_path):
     assert results["device"] == "cpu"
     assert (tmp_path / "santa.png").stat().st_size > 10_000
     for row in results["estimator"].values():
-        assert 0 < row["read fraction"] <= 1 and row["exact bias"] < 1e-9
+        assert 0 < row["read fraction"] <= 1
+        if row["mode"] != "top-k":  # the deterministic baseline has no sampling bias to report
+            assert row["exact bias"] < 1e-9
     for r in results["decode"].values():
         for mode in results["modes"]:
             assert 0 < r[mode]["read fraction"] < 1 and r[mode]["kl"]["mean"] >= 0

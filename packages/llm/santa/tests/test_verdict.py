@@ -11,8 +11,8 @@ MODES = ["iid", "systematic", "tile_fixed", "tile_prop"]
 CELLS = [(2048, 0.1), (2048, 0.9), (8192, 0.5)]
 
 
-def ci(mean: float) -> dict:
-    return {"mean": mean, "lo": mean - 0.01, "hi": mean + 0.01}
+def ci(mean: float, half: float = 0.005) -> dict:
+    return {"mean": mean, "lo": mean - half, "hi": mean + half}
 
 
 def measured() -> dict:
@@ -23,13 +23,19 @@ def measured() -> dict:
         decode[L]["dense"] = {"perplexity": ci(1.5)}
         for m in MODES:
             decode[L][m] = {
-                "agreement": ci(0.995),
+                "agreement": ci(0.996),
                 "kl": ci(0.001),
                 "perplexity": ci(1.5),
                 "perplexity ratio": ci(1.0),
                 "tokens equal to dense greedy": ci(100.0),
                 "read fraction": 0.2,
             }
+    perplexity = {
+        L: {"S": 1024, "block_n": 32, "prompts": 20, "tokens": 64, "dense": {"perplexity": ci(3.0)}}
+        | {m: {"perplexity": ci(3.0), "perplexity ratio": ci(1.0), "kl": ci(0.001),
+               "agreement": ci(0.99)} for m in MODES}
+        for L in ("2048", "4096")
+    }  # fmt: skip
     needle = {
         f"L={L} depth={d}": {
             "length": L,
@@ -58,6 +64,7 @@ def measured() -> dict:
         "modes": list(MODES),
         "estimator": estimator,
         "decode": decode,
+        "perplexity": perplexity,
         "needle": needle,
         "device": "cpu",
     }
@@ -67,26 +74,37 @@ def verdicts(results: dict) -> list[str]:
     return [row["verdict"] for row in verdict(results)[0]]
 
 
-ALL_HELD = ["reproduced"] * 12 + ["untestable here"]
+ALL_HELD = ["reproduced"] * 10 + ["untestable here"]  # decode x4, needle x4, bias x2, speed
 
 
 def test_every_claim_holds_and_speed_is_untestable_on_a_cpu():
     claims, summary = verdict(measured())
     assert verdicts(measured()) == ALL_HELD and summary == "reproduced"
     assert [c["claim"].split(",")[0] for c in claims[:4]] == [f"SANTA ({m}" for m in MODES]
-    assert "needle" in claims[4]["claim"] and "unbiased" in claims[8]["claim"]
-    assert "99.5%" in claims[0]["evidence"] and "1.3x" in claims[12]["claim"]
+    assert "needle" in claims[4]["claim"]
+    assert ["(systematic)" in claims[8]["claim"], "(tile_fixed)" in claims[9]["claim"]] == [1, 1]
+    assert "99.6%" in claims[0]["evidence"] and "1.3x" in claims[10]["claim"]
 
 
-@pytest.mark.parametrize("i", range(len(MODES)))
-def test_agreement_below_the_rule_at_one_context_fails_that_mode_alone(i):
+@pytest.mark.parametrize(
+    ("agreement", "ratio", "expected"),
+    [
+        (ci(0.98), ci(1.0), "not reproduced"),  # agreement interval wholly below 99%
+        (ci(0.99, 0.01), ci(1.0), "partly"),  # straddles 99%
+        (ci(0.996), ci(1.03, 0.005), "not reproduced"),  # perplexity wholly above x1.02
+        (ci(0.996), ci(1.015, 0.01), "partly"),  # perplexity interval straddles x1.02
+    ],
+)
+@pytest.mark.parametrize("i", [0, 2])
+def test_decode_rule_at_one_context_fails_that_mode_alone(i, agreement, ratio, expected):
     results = measured()
-    results["decode"]["4096"][MODES[i]]["agreement"] = ci(0.985)
-    expected = list(ALL_HELD)
-    expected[i] = "not reproduced"
+    results["decode"]["4096"][MODES[i]]["agreement"] = agreement
+    results["perplexity"]["4096"][MODES[i]]["perplexity ratio"] = ratio
+    want = list(ALL_HELD)
+    want[i] = expected
     claims, summary = verdict(results)
-    assert [c["verdict"] for c in claims] == expected and summary == "partly"
-    assert "98.5%" in claims[i]["evidence"]
+    assert [c["verdict"] for c in claims] == want and summary == "partly"
+    assert f"{agreement['mean']:.1%}" in claims[i]["evidence"]
 
 
 @pytest.mark.parametrize(("missed", "held"), [(2, True), (3, False)])
@@ -98,7 +116,7 @@ def test_needle_slack_is_two_trials_per_cell(missed, held):
     assert verdicts(results) == expected
 
 
-def test_needle_is_untestable_when_dense_finds_under_half():
+def test_needle_is_untestable_when_dense_finds_under_half_everywhere():
     results = measured()
     for c in results["needle"].values():
         c["dense"]["found"] = 9
@@ -106,19 +124,32 @@ def test_needle_is_untestable_when_dense_finds_under_half():
     assert [c["verdict"] for c in claims[4:8]] == ["untestable here"] * 4
 
 
+def test_a_cell_dense_decode_fails_does_not_count():
+    results = measured()
+    cell = results["needle"]["L=8192 depth=0.5"]
+    cell["dense"]["found"], cell["tile_fixed"]["found"] = 3, 0
+    assert verdicts(results) == ALL_HELD
+
+
 def test_no_needle_no_needle_rows():
     results = measured()
     results["needle"] = {}
-    assert verdicts(results) == ["reproduced"] * 8 + ["untestable here"]
+    assert verdicts(results) == ["reproduced"] * 6 + ["untestable here"]
 
 
 def test_an_exact_bias_above_the_rule_fails_unbiasedness():
     results = measured()
-    results["estimator"]["L=2048 tile_prop d=16"]["exact bias"] = 3e-4
+    results["estimator"]["L=2048 tile_fixed d=16"]["exact bias"] = 3e-4
     expected = list(ALL_HELD)
-    expected[8 + 3] = "not reproduced"
+    expected[9] = "not reproduced"
     claims, _ = verdict(results)
-    assert [c["verdict"] for c in claims] == expected and "0.0003" in claims[11]["evidence"]
+    assert [c["verdict"] for c in claims] == expected and "0.0003" in claims[9]["evidence"]
+
+
+def test_only_the_estimators_the_paper_calls_unbiased_get_a_bias_row():
+    results = measured()
+    results["estimator"]["L=2048 tile_prop d=16"]["exact bias"] = 3e-2  # rounding: no row
+    assert verdicts(results) == ALL_HELD
 
 
 def test_nothing_holds():
@@ -126,6 +157,7 @@ def test_nothing_holds():
     for m in MODES:
         for L in results["decode"]:
             results["decode"][L][m]["agreement"] = ci(0.5)
+            results["perplexity"][L][m]["perplexity ratio"] = ci(1.5)
         for c in results["needle"].values():
             c[m]["found"] = 0
         for r in results["estimator"].values():

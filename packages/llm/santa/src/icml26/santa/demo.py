@@ -46,11 +46,17 @@ NEEDLE = "The secret passphrase is {code}."
 QUESTION = "\n\nWhat is the secret passphrase? Answer with the number only."
 ANSWER_PRIMER = "The secret passphrase is"
 ANSWER_TOKENS = 8
+NEEDLE_OVERHEAD = 64
+"""Tokens of a needle prompt that are not haystack text (measured: about 45)."""
 """Tokens decoded after the primer: the five digits and what follows them."""
 AGREEMENT = 0.99
 """Free-running greedy agreement with the dense model that counts as decoding like it."""
 NEEDLE_SLACK = 2
 """Fewer successes than dense decode tolerated in a needle cell (of its trials)."""
+PPL_RATIO = 1.02
+"""Largest teacher-forced perplexity ratio to dense decode that counts as matching it."""
+UNBIASED = ("systematic", "tile_fixed")
+"""The estimators the paper calls unbiased (iid is by construction; tile_prop rounds S_t)."""
 EXACT_BIAS = 1e-9
 """Largest exact bias (in units of the RMS value-row norm) that counts as unbiased."""
 SPEED_CLAIM = "SANTA decode is >= 1.3x faster than dense decode attention at 32K keys (GPU)"
@@ -83,6 +89,8 @@ class DemoConfig:
     """Prompts per decode context in (b) (disjoint windows of the text)."""
     free_tokens: int = 128
     """Free-running greedy tokens per prompt in (b)."""
+    perplexity_tokens: int = 64
+    """Tokens of each prompt's true continuation scored teacher-forced in (b)."""
     needle_lengths: tuple[int, ...] = (2048, 8192)
     needle_depths: tuple[float, ...] = (0.1, 0.5, 0.9)
     needle_trials: int = 20
@@ -105,6 +113,7 @@ class DemoConfig:
             decode_contexts=(384,),
             prompts=3,
             free_tokens=8,
+            perplexity_tokens=4,
             needle_lengths=(512,),
             needle_depths=(0.5,),
             needle_trials=2,
@@ -118,6 +127,7 @@ class DemoConfig:
             estimator_seeds=self.estimator_seeds,
             prompts=self.prompts,
             free_tokens=self.free_tokens,
+            perplexity_tokens=self.perplexity_tokens,
             needle_trials=self.needle_trials,
         )
         for name, value in counts.items():
@@ -253,6 +263,8 @@ def _estimator_study(rows_by_context: dict, cfg: "DemoConfig") -> dict:
             zs.append(((X.mean(0) - o).abs() / se).max().item())
             exact = expected_output(q, k, v, S, mode, block_n)
             biases.append(((exact - o).norm(dim=-1) / unit).max().item())
+        if mode == "systematic":  # the top-k baseline reads as many rows as systematic
+            res[f"L={L} top-k d={d}"] = _topk_row(rows, reads, L, d, S, block_n)
         res[f"L={L} {mode} d={d}"] = {
             "context": L,
             "mode": mode,
@@ -265,6 +277,70 @@ def _estimator_study(rows_by_context: dict, cfg: "DemoConfig") -> dict:
             "exact bias": max(biases),
         }
     return res
+
+
+def topk_attention(q, k, v, rows: int, scale: float | None = None) -> torch.Tensor:
+    """The top-k baseline: exact scores, then only the ``rows`` value rows with the largest
+    probability (the group's largest over its query heads, so a KV head reads ``rows`` rows for
+    all of them), softmax renormalised over them. Deterministic and biased."""
+    B, Hq, D = q.shape
+    Hkv, N = k.shape[1], k.shape[2]
+    G = Hq // Hkv
+    s = torch.einsum("bkgd,bknd->bkgn", q.view(B, Hkv, G, D), k) * (scale or D**-0.5)
+    p = torch.softmax(s, -1)
+    keep = p.amax(2).topk(min(rows, N), -1).indices  # (B, Hkv, rows)
+    mask = torch.zeros(B, Hkv, N, dtype=torch.bool).scatter_(-1, keep, True)
+    w = torch.softmax(s.masked_fill(~mask[:, :, None], -torch.inf), -1)
+    return torch.einsum("bkgn,bknd->bkgd", w, v).reshape(B, Hq, D)
+
+
+def _topk_row(rows, reads, L, d, S, block_n) -> dict:
+    """Top-k at the rows systematic read on average over its seeds (reads: its fractions)."""
+    errs, N = [], rows[0][1].shape[2]
+    n_read = max(1, round(sum(reads) / len(reads) * N))
+    for q, k, v in rows:
+        group = q.shape[1] // k.shape[1]
+        vv = v.repeat_interleave(group, 1)
+        p = torch.softmax(
+            torch.einsum("bhd,bhnd->bhn", q, k.repeat_interleave(group, 1)) / q.shape[-1] ** 0.5,
+            -1,
+        )
+        o = torch.einsum("bhn,bhnd->bhd", p, vv)
+        unit = vv.pow(2).sum(-1).mean(-1).sqrt()
+        errs.append(((topk_attention(q, k, v, n_read) - o).norm(dim=-1) / unit).mean().item())
+    return {
+        "context": L,
+        "mode": "top-k",
+        "draws per tile": d,
+        "S": S,
+        "block_n": block_n,
+        "error": sum(errs) / len(errs),
+        "read fraction": n_read / N,
+        "max |z| of the mean": None,
+        "exact bias": None,
+    }
+
+
+def equal_reads(estimator: dict, draws_per_tile: int) -> dict:
+    """Each mode's error at the value rows systematic reads at ``draws_per_tile``: interpolated
+    log-log along the mode's budget sweep (None outside the sweep's range)."""
+    out = {}
+    for L in sorted({r["context"] for r in estimator.values()}):
+        rows = [r for r in estimator.values() if r["context"] == L]
+        target = [
+            r for r in rows if r["mode"] == "systematic" and r["draws per tile"] == draws_per_tile
+        ]
+        if not target:
+            continue
+        f = target[0]["read fraction"]
+        out[str(L)] = {"read fraction": f}
+        for mode in dict.fromkeys(r["mode"] for r in rows):
+            pts = sorted((r["read fraction"], r["error"]) for r in rows if r["mode"] == mode)
+            x = np.log([a for a, _ in pts])
+            y = np.log([b for _, b in pts])
+            inside = x[0] <= math.log(f) <= x[-1]
+            out[str(L)][mode] = float(np.exp(np.interp(math.log(f), x, y))) if inside else None
+    return out
 
 
 # --- (b) free-running decode ---
@@ -331,6 +407,55 @@ def _free_running(model, prompts: torch.Tensor, cfg: "DemoConfig", bar) -> dict:
     return out
 
 
+@torch.no_grad()
+def _perplexity(model, windows: torch.Tensor, cfg: "DemoConfig", bar) -> dict:
+    """Teacher-forced on each prompt's true continuation: ``windows`` (P, L + T) hold the prompt
+    and the T tokens that follow it in the text. Dense decode scores them in one pass; each mode
+    decodes them step by step. Per prompt: the mean NLL, and per step the KL(dense || SANTA)
+    and the greedy agreement on the true prefix."""
+    T = cfg.perplexity_tokens
+    L = windows.shape[1] - T
+    S, block_n = operating_point(L, cfg.draws_per_tile)
+    per = {"dense": {"nll": []}} | {m: {"nll": [], "kl": [], "agreement": []} for m in cfg.modes}
+    b = _decode_batch(L)
+    for start in range(0, len(windows), b):
+        ids = windows[start : start + b].to(model.device)
+        cache0 = _prefill(model, ids[:, : L - 1])
+        inputs, targets = ids[:, L - 1 : L + T - 1], ids[:, L : L + T]
+        kw = {_cache_kw(model): copy.deepcopy(cache0)}
+        ref = torch.log_softmax(model(inputs, use_cache=True, **kw).logits.float(), -1)
+        per["dense"]["nll"] += (-ref.gather(-1, targets[..., None])[..., 0]).mean(-1).tolist()
+        bar.update(1)
+        for i, mode in enumerate(cfg.modes):
+            seed = (cfg.seed * 1000 + start) * 100_000 + i * 10_000 + 5_000
+            enable_santa(model, S, mode, block_n, seed=seed)
+            cache, steps = copy.deepcopy(cache0), []
+            for t in range(T):
+                logits = model(inputs[:, t : t + 1], use_cache=True, **{_cache_kw(model): cache})
+                steps.append(torch.log_softmax(logits.logits[:, -1].float(), -1))
+            disable_santa(model)
+            logp = torch.stack(steps, 1)
+            r = per[mode]
+            r["nll"] += (-logp.gather(-1, targets[..., None])[..., 0]).mean(-1).tolist()
+            r["kl"] += (ref.exp() * (ref - logp)).sum(-1).mean(-1).tolist()
+            r["agreement"] += (logp.argmax(-1) == ref.argmax(-1)).double().mean(-1).tolist()
+            bar.update(1)
+    out = {"S": S, "block_n": block_n, "prompts": len(windows), "tokens": T}
+    out["dense"] = {"perplexity": _exp(bootstrap_mean(per["dense"]["nll"]))}
+    for mode in cfg.modes:
+        r = per[mode]
+        gap = np.asarray(r["nll"]) - np.asarray(per["dense"]["nll"])
+        out[mode] = {
+            "perplexity": _exp(bootstrap_mean(r["nll"])),
+            "perplexity ratio": _exp(bootstrap_mean(gap)),
+            "kl": bootstrap_mean(r["kl"]),
+            "agreement": bootstrap_mean(r["agreement"]),
+            "per prompt": {k: r[k] for k in ("nll", "kl", "agreement")},
+        }
+    out["dense"]["nll per prompt"] = per["dense"]["nll"]
+    return out
+
+
 def _exp(ci: dict) -> dict:
     return {k: math.exp(v) for k, v in ci.items()}
 
@@ -360,12 +485,16 @@ def _needles(model, tok, tokens: torch.Tensor, cfg: "DemoConfig") -> dict:
     res = {}
     bar = tqdm(total=len(cells) * cfg.needle_trials, desc="(c) needles", file=sys.stdout)
     for L, d in cells:
-        bodies = _windows(tokens, L, cfg.needle_trials, spread=True)
+        # the text leaves room for the needle, question, chat template and answer primer, so
+        # the prompt stays within L tokens (SmolLM2's context is 8192)
+        bodies = _windows(tokens, L - NEEDLE_OVERHEAD, cfg.needle_trials, spread=True)
         cell = {n: {"found": 0, "answers": []} for n in names}
         for t, body in enumerate(bodies):
             rng = np.random.default_rng([cfg.seed, L, round(1000 * d), t])
             code = str(rng.integers(10_000, 100_000))
             ids = _needle_prompt(tok, body.tolist(), d, code).to(model.device)
+            if ids.shape[1] > L:
+                raise ValueError(f"a needle prompt has {ids.shape[1]} tokens, over {L}")
             cache0, last = _prefill(model, ids[:, :-1]), ids[:, -1:]
             for n in names:
                 if n != "dense":
@@ -386,14 +515,24 @@ def _needles(model, tok, tokens: torch.Tensor, cfg: "DemoConfig") -> dict:
 # --- the experiment: measurements only ---
 
 
+_COMMON = ("model", "seed", "modes", "draws_per_tile")
+PART_FIELDS = {
+    "estimator": (*_COMMON, "sweep_draws", "capture_contexts", "capture_layers", "estimator_seeds"),
+    "decode": (*_COMMON, "decode_contexts", "prompts", "free_tokens"),
+    "perplexity": (*_COMMON, "decode_contexts", "prompts", "perplexity_tokens"),
+    "needle": (*_COMMON, "needle_lengths", "needle_depths", "needle_trials"),
+}
+
+
 def _part(out: Path, name: str, cfg: "DemoConfig", compute):
     """Run ``compute()`` or, with --resume, reuse what an earlier run with the same settings
-    saved under out/parts/; each finished part is saved atomically."""
+    (the fields the part depends on) saved under out/parts/; each part is saved atomically."""
     path = out / "parts" / f"{name}.json"
-    key = json.loads(json.dumps(asdict(replace(cfg, out=None, resume=False)), default=str))
+    full = json.loads(json.dumps(asdict(replace(cfg, out=None, resume=False)), default=str))
+    key = {f: full[f] for f in PART_FIELDS[name]}
     if cfg.resume and path.exists():
         saved = json.loads(path.read_text())
-        if saved.get("config") == key:
+        if {f: saved.get("config", {}).get(f) for f in PART_FIELDS[name]} == key:
             print(f"{name}: reusing {path}")
             return saved["data"]
     data = compute()
@@ -437,11 +576,28 @@ def experiment(cfg: DemoConfig, out: Path) -> dict:
         bar.close()
         return res
 
+    def perplexity():
+        total = sum(
+            -(-cfg.prompts // _decode_batch(L)) * (1 + len(cfg.modes)) for L in cfg.decode_contexts
+        )
+        bar = tqdm(total=total, desc="(b) teacher-forced perplexity", file=sys.stdout)
+        res = {}
+        for L in cfg.decode_contexts:
+            # the same prompts as the free-running decode, each with the text that follows it
+            starts = np.arange(cfg.prompts) * L
+            if starts[-1] + L + cfg.perplexity_tokens > len(tokens):
+                raise ValueError(f"the text is too short for {cfg.prompts} prompts of {L} tokens")
+            windows = torch.stack([tokens[a : a + L + cfg.perplexity_tokens] for a in starts])
+            res[str(L)] = _perplexity(model, windows, cfg, bar)
+        bar.close()
+        return res
+
     measured = {
         "modes": list(cfg.modes),
         "layers": list(layers),
         "estimator": _part(out, "estimator", cfg, estimator),
         "decode": _part(out, "decode", cfg, decode),
+        "perplexity": _part(out, "perplexity", cfg, perplexity),
         "needle": _part(out, "needle", cfg, lambda: _needles(model, tok, tokens, cfg))
         if tok is not None  # the needle needs a real tokenizer and an instruct model
         else {},
@@ -456,57 +612,76 @@ def experiment(cfg: DemoConfig, out: Path) -> dict:
 def verdict(results: dict) -> tuple[list[dict], str]:
     """(claim rows, the package verdict that summarises them). Rules, per mode:
 
-    - decodes like dense: free-running greedy agreement >= AGREEMENT (mean over prompts and
-      steps) at every decode context;
-    - needle: in every (length, depth) cell, at most NEEDLE_SLACK fewer successes than dense
-      decode ("untestable here" when dense decode finds fewer than half of all needles);
-    - unbiased: the exact bias (integrated over the offsets) <= EXACT_BIAS RMS value-row norms
-      at every context and budget;
-    and one row for the speed claim, which needs a GPU ("untestable here" on a CPU run).
+    - decodes like dense: at every decode context, the free-running greedy agreement's 95%
+      interval lies at or above AGREEMENT and the teacher-forced perplexity ratio's at or below
+      PPL_RATIO ("not reproduced" if an interval lies wholly on the wrong side, "partly" if an
+      interval straddles a threshold);
+    - needle: in every (length, depth) cell where dense decode finds at least half the needles,
+      at most NEEDLE_SLACK fewer successes than dense ("untestable here" with no such cell);
+    and for the estimators the paper calls unbiased (systematic, tile_fixed): the exact bias
+    (integrated over the offsets) <= EXACT_BIAS RMS value-row norms at every context and
+    budget; and one row for the speed claim, which this CPU demo does not time ("untestable
+    here").
     """
     modes = results["modes"]
-    claims = [_decode_claim(mode, results["decode"]) for mode in modes]
+    claims = [_decode_claim(mode, results["decode"], results["perplexity"]) for mode in modes]
     if results["needle"]:
         claims += [_needle_claim(mode, results["needle"]) for mode in modes]
-    claims += [_bias_claim(mode, results["estimator"]) for mode in modes]
+    claims += [_bias_claim(mode, results["estimator"]) for mode in modes if mode in UNBIASED]
     claims.append(_speed_claim(results.get("device", "cpu")))
     return claims, summarise([c["verdict"] for c in claims])
 
 
-def _decode_claim(mode: str, decode: dict) -> dict:
-    parts, held = [], True
+def _decode_claim(mode: str, decode: dict, perplexity: dict) -> dict:
+    parts, verdicts = [], []
     for L, r in decode.items():
-        a, kl, ppl = r[mode]["agreement"], r[mode]["kl"], r[mode]["perplexity ratio"]
-        held &= a["mean"] >= AGREEMENT
+        a, kl = r[mode]["agreement"], r[mode]["kl"]
+        ppl = perplexity[L][mode]["perplexity ratio"]
+        if a["lo"] >= AGREEMENT and ppl["hi"] <= PPL_RATIO:
+            verdicts.append("reproduced")
+        elif a["hi"] < AGREEMENT or ppl["lo"] > PPL_RATIO:
+            verdicts.append("not reproduced")
+        else:
+            verdicts.append("partly")
         parts.append(
             f"{L} tokens (S={r['S']}, {r['block_n']}-key tiles): agreement {a['mean']:.1%} "
-            f"[{a['lo']:.1%}, {a['hi']:.1%}], KL {kl['mean']:.2g}, perplexity x"
-            f"{ppl['mean']:.3f} [{ppl['lo']:.3f}, {ppl['hi']:.3f}], "
+            f"[{a['lo']:.1%}, {a['hi']:.1%}], KL {kl['mean']:.2g}, teacher-forced perplexity "
+            f"x{ppl['mean']:.3f} [{ppl['lo']:.3f}, {ppl['hi']:.3f}], "
             f"{r[mode]['read fraction']:.1%} of V rows read"
         )
-    n = next(iter(decode.values()))
+    n, t = next(iter(decode.values())), next(iter(perplexity.values()))
+    worst = (
+        "not reproduced"
+        if "not reproduced" in verdicts
+        else "partly"
+        if "partly" in verdicts
+        else "reproduced"
+    )
     return claim_row(
         f"SANTA ({mode}, ~16 draws per tile) decodes like dense attention while reading a "
         "fraction of the value rows",
-        "reproduced" if held else "not reproduced",
-        f"{n['prompts']} prompts x {n['free tokens']} free-running tokens per context; "
+        worst,
+        f"{n['prompts']} prompts x {n['free tokens']} free-running tokens and "
+        f"{t['tokens']} teacher-forced true tokens per context; "
         + "; ".join(parts)
-        + f" (rule: agreement >= {AGREEMENT:.0%} at every context)",
+        + f" (rule: agreement interval >= {AGREEMENT:.0%} and perplexity-ratio interval <= "
+        f"{PPL_RATIO} at every context)",
     )
 
 
 def _needle_claim(mode: str, needle: dict) -> dict:
-    dense_found = sum(c["dense"]["found"] for c in needle.values())
+    testable = {k: c for k, c in needle.items() if c["dense"]["found"] >= c["trials"] / 2}
     trials = sum(c["trials"] for c in needle.values())
-    short = {k: c["dense"]["found"] - c[mode]["found"] for k, c in needle.items()}
+    dense_found = sum(c["dense"]["found"] for c in needle.values())
     found = sum(c[mode]["found"] for c in needle.values())
+    short = {k: c["dense"]["found"] - c[mode]["found"] for k, c in testable.items()}
     claim = f"SANTA ({mode}, ~16 draws per tile) retrieves a planted needle wherever dense does"
     evidence = (
         f"{found}/{trials} found vs dense {dense_found}/{trials} over {len(needle)} (length, "
-        f"depth) cells; most fewer than dense in a cell: {max(short.values())} (rule: at most "
-        f"{NEEDLE_SLACK} fewer in every cell; untestable if dense finds under half)"
+        f"depth) cells, {len(testable)} where dense finds at least half; most fewer than dense "
+        f"in such a cell: {max(short.values(), default=0)} (rule: at most {NEEDLE_SLACK} fewer)"
     )
-    if dense_found < trials / 2:
+    if not testable:
         return claim_row(claim, "untestable here", evidence)
     held = max(short.values()) <= NEEDLE_SLACK
     return claim_row(claim, "reproduced" if held else "not reproduced", evidence)
@@ -530,8 +705,8 @@ def _speed_claim(device: str) -> dict:
     return claim_row(
         SPEED_CLAIM,
         "untestable here",
-        f"this run was on {device}; the speed claim needs the Triton kernel on a CUDA GPU "
-        "(`icml26-santa bench` and the kernels' gpu_check measure it there)",
+        f"the demo (on {device}) does not time decoding; the claim needs the Triton kernel on a "
+        "CUDA GPU (`icml26-santa bench` and the kernels' gpu_check measure it there)",
     )
 
 
@@ -547,6 +722,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     measured = experiment(cfg, out)
+    measured["equal rows read"] = equal_reads(measured["estimator"], cfg.draws_per_tile)
     claims, summary = verdict(measured)
     if cfg.quick:
         claims, summary = as_smoke(claims)
@@ -554,7 +730,8 @@ def run_demo(cfg: DemoConfig) -> dict:
         "package": PACKAGE,
         "version": _version(),
         "experiment": f"{cfg.model}: ~{cfg.draws_per_tile} draws per tile; free-running decode "
-        f"at {list(cfg.decode_contexts)} tokens ({cfg.prompts} prompts x {cfg.free_tokens}); "
+        f"at {list(cfg.decode_contexts)} tokens ({cfg.prompts} prompts x {cfg.free_tokens}, "
+        f"and {cfg.perplexity_tokens} teacher-forced true tokens); "
         f"needles at {list(cfg.needle_lengths)} x depths {list(cfg.needle_depths)} "
         f"({cfg.needle_trials} trials); estimator at {list(cfg.capture_contexts)}",
         "claim": "sampled value aggregation matches dense decode accuracy while reading a "
@@ -585,16 +762,23 @@ def run_demo(cfg: DemoConfig) -> dict:
 def _metrics(m: dict) -> dict:
     method, baseline = {}, {}
     for L, r in m["decode"].items():
-        baseline[f"dense perplexity @{L}"] = r["dense"]["perplexity"]["mean"]
+        t = m["perplexity"][L]
+        baseline[f"dense perplexity @{L}"] = t["dense"]["perplexity"]["mean"]
         for mode in m["modes"]:
             method[f"{mode} agreement @{L}"] = r[mode]["agreement"]["mean"]
             method[f"{mode} KL @{L}"] = r[mode]["kl"]["mean"]
-            method[f"{mode} perplexity @{L}"] = r[mode]["perplexity"]["mean"]
+            method[f"{mode} perplexity @{L}"] = t[mode]["perplexity"]["mean"]
             method[f"{mode} read fraction @{L}"] = r[mode]["read fraction"]
     for key, c in m["needle"].items():
         baseline[f"dense needle {key}"] = c["dense"]["found"] / c["trials"]
         for mode in m["modes"]:
             method[f"{mode} needle {key}"] = c[mode]["found"] / c["trials"]
+    for L, r in m["equal rows read"].items():
+        if r.get("top-k") is not None:
+            baseline[f"top-k error at equal rows read @{L}"] = r["top-k"]
+        for mode in m["modes"]:
+            if r.get(mode) is not None:
+                method[f"{mode} error at equal rows read @{L}"] = r[mode]
     return {"method": method, "baseline": baseline}
 
 
@@ -619,23 +803,35 @@ def _version() -> str:
     return __version__
 
 
+def _num(x, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
 def _print(results: dict, out: Path) -> None:
     print(f"\n{'(a) estimator':<34}{'S':>6}{'error':>9}{'read':>8}{'max|z|':>8}{'bias':>10}")
     for k, e in results["estimator"].items():
         print(
             f"{k:<34}{e['S']:>6}{e['error']:>9.4f}{e['read fraction']:>8.3f}"
-            f"{e['max |z| of the mean']:>8.1f}{e['exact bias']:>10.1e}"
+            f"{_num(e['max |z| of the mean'], '.1f'):>8}{_num(e['exact bias'], '.1e'):>10}"
         )
-    print(f"\n{'(b) decode':<24}{'agreement':>11}{'KL':>10}{'ppl':>8}{'=dense':>8}{'read':>8}")
+    for L, r in results["equal rows read"].items():
+        print(
+            f"at equal rows read ({r['read fraction']:.1%} of V @{L}): "
+            + ", ".join(f"{m} {_num(e, '.4f')}" for m, e in r.items() if m != "read fraction")
+        )
+    print(f"\n{'(b) decode':<24}{'agreement':>11}{'KL':>10}{'=dense':>8}{'read':>8}{'ppl x':>8}")
     for L, r in results["decode"].items():
-        print(f"@{L}: S={r['S']}, {r['block_n']}-key tiles, dense ppl "
-              f"{r['dense']['perplexity']['mean']:.3f}")  # fmt: skip
+        t = results["perplexity"][L]
+        print(
+            f"@{L}: S={r['S']}, {r['block_n']}-key tiles, dense teacher-forced perplexity "
+            f"{t['dense']['perplexity']['mean']:.3f}"
+        )
         for mode in results["modes"]:
             x = r[mode]
             print(
                 f"  {mode:<22}{x['agreement']['mean']:>11.3f}{x['kl']['mean']:>10.2e}"
-                f"{x['perplexity']['mean']:>8.3f}{x['tokens equal to dense greedy']['mean']:>8.1f}"
-                f"{x['read fraction']:>8.3f}"
+                f"{x['tokens equal to dense greedy']['mean']:>8.1f}{x['read fraction']:>8.3f}"
+                f"{t[mode]['perplexity ratio']['mean']:>8.3f}"
             )
     for key, c in results["needle"].items():
         print(

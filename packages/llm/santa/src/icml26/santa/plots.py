@@ -1,5 +1,6 @@
-"""The demo's figure: (a) estimator error against the value rows read, per mode; (b) free-running
-agreement and KL against dense decode, with intervals; (c) needle success per cell."""
+"""The demo's figure: (a) estimator error against the value rows read, per mode and for the top-k
+baseline; (b) free-running agreement and KL against dense decode, with intervals; (c) needle
+success per cell."""
 
 import os
 import tempfile
@@ -18,7 +19,7 @@ def plot_results(m: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, 4, figsize=(21, 4.2))
     # (a) error vs rows read: every mode at the same S, over the per-tile budget sweep
     contexts = sorted({r["context"] for r in m["estimator"].values()})
-    for i, mode in enumerate(modes):
+    for i, mode in enumerate([*modes, "top-k"]):
         for j, L in enumerate(contexts):
             rows = sorted(
                 (r for r in m["estimator"].values() if r["mode"] == mode and r["context"] == L),
@@ -26,7 +27,8 @@ def plot_results(m: dict, path: Path) -> None:
             )
             axes[0].plot(
                 [r["read fraction"] for r in rows], [r["error"] for r in rows],
-                marker="os^"[j % 3], color=f"C{i}", ls=["-", "--", ":"][j % 3],
+                marker="os^"[j % 3], color="k" if mode == "top-k" else f"C{i}",
+                ls=["-", "--", ":"][j % 3],
                 label=f"{mode} @{L}" if len(contexts) > 1 else mode,
             )  # fmt: skip
     axes[0].set(xscale="log", yscale="log", xlabel="fraction of value rows read",
