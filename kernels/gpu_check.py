@@ -188,6 +188,21 @@ def correctness(device: str, sizes: dict, dtypes) -> Checks:
             )
             want = _santa_at_counts(sq, sk, sv, cnt, S, mode, sizes["block"])
             c.close(f"santa_decode {mode} out", dt, res.out, want, santa_decode.tolerance(dt))
+            # key ranges (a left-padded row and a window): the same count agreement
+            ranges = dict(key_start=torch.tensor([0, n // 3]), key_end=torch.tensor([n, n - 5]))
+            _, cnt = santa_decode(sq, sk, sv, S, mode, sizes["block"], seed=3,
+                                  return_counts=True, **ranges)  # fmt: skip
+            _, rcnt = santa_decode_reference(
+                sq.double(), sk.double(), sv.double(), S, mode, sizes["block"], seed=3,
+                return_counts=True, **ranges,
+            )  # fmt: skip
+            agree = (cnt.cpu() == rcnt.cpu()).double().mean().item()
+            c.exact(
+                f"santa_decode {mode} counts, key ranges",
+                str(dt).replace("torch.", ""),
+                agree >= 0.999 and cnt[1, :, : n // 3].sum().item() == 0,
+                f"{agree:.6f} of rows agree, nothing drawn before a range",
+            )
     # rANS: exact round trip of a quantised-weight-like symbol stream
     sym = torch.randint(0, 16, (sizes["symbols"],), generator=g)
     sym = torch.where(torch.rand(sym.shape, generator=g) < 0.7, 7, sym)  # skewed, like FP8 codes
@@ -205,13 +220,19 @@ def _santa_at_counts(q, k, v, counts, S, mode, block):
     docstring of ``icml26.kernels.santa`` with the exact tile weights."""
     import torch
 
-    from icml26.kernels.santa import TileStats, _scores, _tile_stats, plan_from_tile_stats
+    from icml26.kernels.santa import (
+        _scores,
+        _tile_stats,
+        _tiles,
+        key_ranges,
+        plan_from_tile_stats,
+    )
 
     scale = 1.0 / math.sqrt(q.shape[-1])
     s = _scores(q.double().cpu(), k.double().cpu(), scale)
-    _, stats = _tile_stats(s, block)
-    _, _, budget, W, Z = plan_from_tile_stats(TileStats(stats.m, stats.l), S, mode)
     B, Hq, N = s.shape
+    st, valid, _ = _tiles(s, *key_ranges(None, None, B, N, s.device), block, full=True)
+    _, _, budget, W, Z = plan_from_tile_stats(_tile_stats(st, valid), S, mode)
     T = W.shape[-1]
     vv = v.double().cpu().repeat_interleave(Hq // k.shape[1], dim=1)
     pad = T * block - N
