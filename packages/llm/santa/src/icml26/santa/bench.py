@@ -19,6 +19,7 @@ import torch
 
 from icml26.kernels.santa import santa_decode
 from icml26.santa._results import resolve_device
+from icml26.santa.attention import operating_point
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -27,14 +28,17 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 class BenchConfig:
     """Decode-step time and bytes read vs context length and S, SANTA vs dense SDPA."""
 
-    contexts: tuple[int, ...] = (1024, 4096, 16384)
-    samples: tuple[int, ...] = (64, 256)
+    contexts: tuple[int, ...] = (1024, 4096, 16384, 32768)
+    samples: tuple[int, ...] = ()
+    """S values, with --block-n; empty (the default): the paper's operating point per context
+    (the authors' tile size and --draws-per-tile draws per tile)"""
+    draws_per_tile: int = 16
     heads: int = 9
     kv_heads: int = 3
     head_dim: int = 64
     mode: str = "tile_fixed"
     block_n: int = 64
-    """keys per tile (the official kernel uses 256 above 3072 keys)"""
+    """keys per tile with --samples"""
     repeats: int = 5
     """timed runs after a warm-up; the minimum counts"""
     threads: int = 1
@@ -68,6 +72,8 @@ def _min_ms(fn, repeats: int, device: str) -> float:
 
 def run_bench(cfg: BenchConfig) -> list[dict]:
     device = resolve_device(cfg.device)
+    if any(S < 1 for S in cfg.samples) or cfg.draws_per_tile < 1:
+        raise ValueError("samples and draws_per_tile must be >= 1")
     if cfg.heads % cfg.kv_heads:
         raise ValueError(f"heads ({cfg.heads}) must be a multiple of kv_heads ({cfg.kv_heads})")
     cuda = device.startswith("cuda")
@@ -79,8 +85,8 @@ def run_bench(cfg: BenchConfig) -> list[dict]:
         f"{str(dtype).replace('torch.', '')}; min of {cfg.repeats} after a warm-up"
     )
     print(
-        f"{'N':>7}{'S':>6}{'read f':>8}{'bound 2/(1+f)':>15}{'dense ms':>10}{'santa ms':>10}"
-        f"{'speedup':>9}"
+        f"{'N':>7}{'S':>6}{'tile':>6}{'read f':>8}{'bound 2/(1+f)':>15}{'dense ms':>10}"
+        f"{'santa ms':>10}{'speedup':>9}"
     )
     for N in cfg.contexts:
         g = torch.Generator().manual_seed(0)
@@ -95,17 +101,23 @@ def run_bench(cfg: BenchConfig) -> list[dict]:
         t_dense = _min_ms(dense, cfg.repeats, device)
         # a device seed on CUDA (offsets drawn in the kernel), an integer on the CPU reference
         seed = torch.zeros((), dtype=torch.int64, device=device) if cuda else 0
-        for S in cfg.samples:
-            res = santa_decode(q, k, v, S, cfg.mode, cfg.block_n, seed)
+        settings = (
+            [(S, cfg.block_n) for S in cfg.samples]
+            if cfg.samples
+            else [operating_point(N, cfg.draws_per_tile)]
+        )
+        for S, block_n in settings:
+            res = santa_decode(q, k, v, S, cfg.mode, block_n, seed)
             f = res.rows_read.double().mean().item() / N
 
-            def step(S=S, q=q, k=k, v=v, seed=seed):
-                return santa_decode(q, k, v, S, cfg.mode, cfg.block_n, seed)
+            def step(S=S, block_n=block_n, q=q, k=k, v=v, seed=seed):
+                return santa_decode(q, k, v, S, cfg.mode, block_n, seed)
 
             t_santa = _min_ms(step, cfg.repeats, device)
             row = {
                 "N": N,
                 "S": S,
+                "block_n": block_n,
                 "read fraction": f,
                 "roofline bound": 2 / (1 + f),
                 "dense ms": t_dense,
@@ -114,7 +126,7 @@ def run_bench(cfg: BenchConfig) -> list[dict]:
             }
             rows.append(row)
             print(
-                f"{N:>7}{S:>6}{f:>8.3f}{row['roofline bound']:>15.2f}{row['dense ms']:>10.3f}"
-                f"{row['santa ms']:>10.3f}{row['speedup']:>9.2f}"
+                f"{N:>7}{S:>6}{block_n:>6}{f:>8.3f}{row['roofline bound']:>15.2f}"
+                f"{row['dense ms']:>10.3f}{row['santa ms']:>10.3f}{row['speedup']:>9.2f}"
             )
     return rows
