@@ -82,6 +82,8 @@ class DemoConfig:
     """Draws per tile of the budget sweep in (a)."""
     capture_contexts: tuple[int, ...] = (2048, 4096, 8192)
     capture_layers: tuple[int, ...] = (0, 10, 20, 29)
+    capture_prompts: int = 3
+    """Prompts per context whose attention rows (a) captures (disjoint windows of the text)."""
     estimator_seeds: int = 100
     """Seeds per (context, mode, budget) for the error and the Monte Carlo z of (a)."""
     decode_contexts: tuple[int, ...] = (2048, 4096)
@@ -109,6 +111,7 @@ class DemoConfig:
             sweep_draws=(2, 16),
             capture_contexts=(384,),
             capture_layers=(0, 1) if self.model == "tiny" else (0, 29),
+            capture_prompts=1,
             estimator_seeds=10,
             decode_contexts=(384,),
             prompts=3,
@@ -125,6 +128,7 @@ class DemoConfig:
         counts = dict(
             draws_per_tile=self.draws_per_tile,
             estimator_seeds=self.estimator_seeds,
+            capture_prompts=self.capture_prompts,
             prompts=self.prompts,
             free_tokens=self.free_tokens,
             perplexity_tokens=self.perplexity_tokens,
@@ -517,7 +521,14 @@ def _needles(model, tok, tokens: torch.Tensor, cfg: "DemoConfig") -> dict:
 
 _COMMON = ("model", "seed", "modes", "draws_per_tile")
 PART_FIELDS = {
-    "estimator": (*_COMMON, "sweep_draws", "capture_contexts", "capture_layers", "estimator_seeds"),
+    "estimator": (
+        *_COMMON,
+        "sweep_draws",
+        "capture_contexts",
+        "capture_layers",
+        "capture_prompts",
+        "estimator_seeds",
+    ),
     "decode": (*_COMMON, "decode_contexts", "prompts", "free_tokens"),
     "perplexity": (*_COMMON, "decode_contexts", "prompts", "perplexity_tokens"),
     "needle": (*_COMMON, "needle_lengths", "needle_depths", "needle_trials"),
@@ -559,7 +570,11 @@ def experiment(cfg: DemoConfig, out: Path) -> dict:
 
     def estimator():
         rows = {
-            L: _capture_rows(model, _windows(tokens, L, 1).to(model.device), layers)
+            L: [
+                row
+                for w in _windows(tokens, L, cfg.capture_prompts)
+                for row in _capture_rows(model, w[None].to(model.device), layers)
+            ]
             for L in cfg.capture_contexts
         }
         return _estimator_study(rows, cfg)
