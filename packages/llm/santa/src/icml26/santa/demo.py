@@ -59,6 +59,7 @@ UNBIASED = ("systematic", "tile_fixed")
 """The estimators the paper calls unbiased (iid is by construction; tile_prop rounds S_t)."""
 EXACT_BIAS = 1e-9
 """Largest exact bias (in units of the RMS value-row norm) that counts as unbiased."""
+PARTS = ("estimator", "decode", "perplexity", "needle")
 SPEED_CLAIM = "SANTA decode is >= 1.3x faster than dense decode attention at 32K keys (GPU)"
 
 
@@ -99,6 +100,10 @@ class DemoConfig:
     """Trials per (length, depth) cell of (c)."""
     resume: bool = False
     """Reuse the parts an interrupted run with the same --out and settings finished."""
+    parts: tuple[Literal["estimator", "decode", "perplexity", "needle"], ...] = PARTS
+    """The parts to run now; with fewer than all, they are saved under --out/parts and the
+    results are written by a later --resume run once every part is there (parts can run in
+    separate processes)."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
@@ -123,6 +128,8 @@ class DemoConfig:
         )
 
     def check(self) -> None:
+        if not self.parts or any(p not in PARTS for p in self.parts):
+            raise ValueError(f"parts must be a non-empty subset of {PARTS}, got {self.parts}")
         if not self.modes or any(m not in MODES for m in self.modes):
             raise ValueError(f"modes must be a non-empty subset of {MODES}, got {self.modes}")
         counts = dict(
@@ -535,9 +542,16 @@ PART_FIELDS = {
 }
 
 
-def _part(out: Path, name: str, cfg: "DemoConfig", compute):
+def _part(out: Path, name: str, cfg: "DemoConfig", compute, reused: dict | None = None):
+    if name not in cfg.parts:
+        compute = None  # not run here: only what an earlier run saved
+    return _run_part(out, name, cfg, compute, reused)
+
+
+def _run_part(out: Path, name: str, cfg: "DemoConfig", compute, reused: dict | None = None):
     """Run ``compute()`` or, with --resume, reuse what an earlier run with the same settings
-    (the fields the part depends on) saved under out/parts/; each part is saved atomically."""
+    (the fields the part depends on) saved under out/parts/; each part is saved atomically with
+    its wall-clock seconds (``reused`` collects the seconds of the parts reused)."""
     path = out / "parts" / f"{name}.json"
     full = json.loads(json.dumps(asdict(replace(cfg, out=None, resume=False)), default=str))
     key = {f: full[f] for f in PART_FIELDS[name]}
@@ -545,11 +559,17 @@ def _part(out: Path, name: str, cfg: "DemoConfig", compute):
         saved = json.loads(path.read_text())
         if {f: saved.get("config", {}).get(f) for f in PART_FIELDS[name]} == key:
             print(f"{name}: reusing {path}")
+            if reused is not None:
+                reused[name] = saved.get("seconds")
             return saved["data"]
+    if compute is None:
+        return None
+    start = time.perf_counter()
     data = compute()
+    seconds = round(time.perf_counter() - start, 1)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"config": key, "data": data}))
+    tmp.write_text(json.dumps({"config": key, "data": data, "seconds": seconds}))
     tmp.replace(path)
     return data
 
@@ -607,15 +627,17 @@ def experiment(cfg: DemoConfig, out: Path) -> dict:
         bar.close()
         return res
 
+    reused = {}
     measured = {
         "modes": list(cfg.modes),
         "layers": list(layers),
-        "estimator": _part(out, "estimator", cfg, estimator),
-        "decode": _part(out, "decode", cfg, decode),
-        "perplexity": _part(out, "perplexity", cfg, perplexity),
-        "needle": _part(out, "needle", cfg, lambda: _needles(model, tok, tokens, cfg))
+        "estimator": _part(out, "estimator", cfg, estimator, reused),
+        "decode": _part(out, "decode", cfg, decode, reused),
+        "perplexity": _part(out, "perplexity", cfg, perplexity, reused),
+        "needle": _part(out, "needle", cfg, lambda: _needles(model, tok, tokens, cfg), reused)
         if tok is not None  # the needle needs a real tokenizer and an instruct model
         else {},
+        "reused parts": reused,
         "device": str(next(model.parameters()).device),
     }
     return measured
@@ -737,6 +759,11 @@ def run_demo(cfg: DemoConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     measured = experiment(cfg, out)
+    missing = [n for n in PARTS if measured[n] is None]
+    if missing:
+        print(f"parts saved under {out / 'parts'}; still to run: {', '.join(missing)} (then "
+              "rerun with --resume and every part to write the results)")  # fmt: skip
+        return measured
     measured["equal rows read"] = equal_reads(measured["estimator"], cfg.draws_per_tile)
     claims, summary = verdict(measured)
     if cfg.quick:
@@ -756,7 +783,11 @@ def run_demo(cfg: DemoConfig) -> dict:
         "metrics": _metrics(measured),
         "verdict": summary,
         "quick": cfg.quick,
-        "seconds": round(time.perf_counter() - start, 2),
+        # this run, plus the recorded time of the parts it reused from an earlier one
+        "seconds": round(
+            time.perf_counter() - start + sum(v or 0 for v in measured["reused parts"].values()),
+            2,
+        ),
         "config": {
             **json.loads(json.dumps(asdict(cfg), default=str)),
             "command": demo_command(PACKAGE, asked, skip=("out", "resume")),
