@@ -119,8 +119,8 @@ class TileStats(NamedTuple):
 def key_ranges(key_start, key_end, B: int, N: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """The valid keys ``[key_start[b], key_end[b])`` of each sequence as int64 (B,) tensors on
     ``device``; None means 0 / N. CPU tensors are checked (0 <= start < end <= N); on a GPU the
-    check would synchronise, so the values are clamped into [0, N] instead (an empty range gives
-    NaN, as a fully masked row does in dense attention)."""
+    check would synchronise, so the values are clamped into [0, N] instead (an empty range has
+    no defined output: the tile modes give zeros, ``iid`` NaN)."""
     out = []
     for name, t, default in (("key_start", key_start, 0), ("key_end", key_end, N)):
         if t is None:
