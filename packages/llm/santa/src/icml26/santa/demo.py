@@ -83,7 +83,7 @@ class DemoConfig:
     """Draws per tile of the budget sweep in (a)."""
     capture_contexts: tuple[int, ...] = (2048, 4096, 8192)
     capture_layers: tuple[int, ...] = (0, 10, 20, 29)
-    capture_prompts: int = 3
+    capture_prompts: int = 2
     """Prompts per context whose attention rows (a) captures (disjoint windows of the text)."""
     estimator_seeds: int = 100
     """Seeds per (context, mode, budget) for the error and the Monte Carlo z of (a)."""
@@ -92,7 +92,7 @@ class DemoConfig:
     """Prompts per decode context in (b) (disjoint windows of the text)."""
     free_tokens: int = 128
     """Free-running greedy tokens per prompt in (b)."""
-    perplexity_tokens: int = 64
+    perplexity_tokens: int = 32
     """Tokens of each prompt's true continuation scored teacher-forced in (b)."""
     needle_lengths: tuple[int, ...] = (2048, 8192)
     needle_depths: tuple[float, ...] = (0.1, 0.5, 0.9)
