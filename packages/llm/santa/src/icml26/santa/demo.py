@@ -765,6 +765,10 @@ def run_demo(cfg: DemoConfig) -> dict:
               "rerun with --resume and every part to write the results)")  # fmt: skip
         return measured
     measured["equal rows read"] = equal_reads(measured["estimator"], cfg.draws_per_tile)
+    measured["needle intervals"] = {
+        key: {n: wilson(c[n]["found"], c["trials"]) for n in ["dense", *cfg.modes]}
+        for key, c in measured["needle"].items()
+    }  # 95% Wilson intervals of each cell's success rate
     claims, summary = verdict(measured)
     if cfg.quick:
         claims, summary = as_smoke(claims)
