@@ -835,7 +835,7 @@ def _metrics(m: dict) -> dict:
 def _headline(model: str, m: dict) -> str:
     parts = []
     for L, r in m["decode"].items():
-        agree = ", ".join(f"{mode} {r[mode]['agreement']['mean']:.0%}" for mode in m["modes"])
+        agree = ", ".join(f"{mode} {r[mode]['agreement']['mean']:.1%}" for mode in m["modes"])
         parts.append(f"@{L}: {agree}")
     line = f"{model}, ~16 draws/tile, free-running agreement with dense " + "; ".join(parts)
     if m["needle"]:
