@@ -232,20 +232,29 @@ def offsets(B: int, H: int, T: int, mode: str, seed: int) -> torch.Tensor:
     return torch.rand(B, H, T, generator=gen, dtype=torch.float64)
 
 
+def _expected_counts(s, num_samples, mode, block_n, key_start, key_end):
+    """The tiled plan of score rows ``s``: (valid (B, 1, T, block_n), key index (B, 1, T *
+    block_n), expected counts x (B, H, T, block_n), plan_from_tile_stats' tuple)."""
+    B, _, N = s.shape
+    start, end = key_ranges(key_start, key_end, B, N, s.device)
+    st, valid, pos = _tiles(s, start, end, block_n, key_start is None and key_end is None)
+    stats = _tile_stats(st, valid)
+    n_tiles = (end - start + block_n - 1) // block_n
+    plan = plan_from_tile_stats(stats, num_samples, mode, n_tiles)
+    u = torch.where(valid, torch.exp(st - stats.m.nan_to_num(neginf=0.0)[..., None]), 0.0)
+    return valid, pos, u * plan[0][..., None], plan
+
+
 def counts_at_offsets(s, a0, num_samples, mode, block_n, key_start=None, key_end=None):
     """The systematic-sampling counts (B, H, N) of score rows ``s`` (B, H, N) for given offsets
     ``a0`` (B, H, T) in [0, 1), and the per-row merge weights (B, H, N): the estimate is
     ``sum_r weight_r v_r``. The tile modes' whole randomness is a0, so this is the estimator as a
     deterministic function of it (what an exact expectation integrates over)."""
     B, H, N = s.shape
-    start, end = key_ranges(key_start, key_end, B, N, s.device)
     full = key_start is None and key_end is None
-    st, valid, pos = _tiles(s, start, end, block_n, full)
-    stats = _tile_stats(st, valid)
-    n_tiles = (end - start + block_n - 1) // block_n
-    alpha, shift, budget, W, Z = plan_from_tile_stats(stats, num_samples, mode, n_tiles)
-    u = torch.where(valid, torch.exp(st - stats.m.nan_to_num(neginf=0.0)[..., None]), 0.0)
-    x = u * alpha[..., None]  # (B, H, T, block_n) expected counts
+    valid, pos, x, (_, shift, budget, W, Z) = _expected_counts(
+        s, num_samples, mode, block_n, key_start, key_end
+    )
     base = (a0 + shift)[..., None]
     hi = torch.cumsum(x, -1)
     c = torch.where(valid, torch.floor(base + hi) - torch.floor(base + hi - x), 0.0)
@@ -278,20 +287,16 @@ def expected_weights(s, num_samples, mode, block_n, key_start=None, key_end=None
         keys = torch.arange(N, device=s.device)
         valid = (keys >= start[:, None]) & (keys < end[:, None])
         return torch.softmax(s.masked_fill(~valid[:, None], -torch.inf), -1)
-    full = key_start is None and key_end is None
-    st, valid, _ = _tiles(s, start, end, block_n, full)
-    stats = _tile_stats(st, valid)
-    n_tiles = (end - start + block_n - 1) // block_n
-    alpha, shift, _, _, _ = plan_from_tile_stats(stats, num_samples, mode, n_tiles)
-    u = torch.where(valid, torch.exp(st - stats.m.nan_to_num(neginf=0.0)[..., None]), 0.0)
-    x = u * alpha[..., None]
+    _, _, x, (_, shift, _, _, _) = _expected_counts(
+        s, num_samples, mode, block_n, key_start, key_end
+    )
+    T = x.shape[2]
     hi = torch.cumsum(x, -1)
     # the jumps of every floor in the counts, as offsets in [0, 1), sorted per tile
     jumps = torch.cat([-(shift[..., None] + hi), -(shift[..., None] + hi - x)], -1) % 1.0
     edges = torch.cat([torch.zeros_like(hi[..., :1]), jumps.sort(-1).values], -1)
     edges = torch.cat([edges, torch.ones_like(edges[..., :1])], -1)  # (B, H, T, 2 block_n + 2)
     lengths, mids = edges.diff(dim=-1), (edges[..., 1:] + edges[..., :-1]) / 2
-    T = st.shape[2]
     tile_of = ((torch.arange(N, device=s.device) - start[:, None]) // block_n).clamp(0, T - 1)
     tile_of = tile_of[:, None].expand(B, H, N)
     expected = torch.zeros_like(s)
