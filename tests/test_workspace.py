@@ -40,6 +40,7 @@ def test_every_expected_member_is_there():
         "icml26-entquant",
         "icml26-hist",
         "icml26-varjepa",
+        "icml26-lipopu",
     } <= names
 
 

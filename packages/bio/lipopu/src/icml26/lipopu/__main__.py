@@ -1,0 +1,3 @@
+from icml26.lipopu.cli import main
+
+raise SystemExit(main())
