@@ -102,7 +102,13 @@ def test_esm_features_feed_the_model_on_a_real_structure():
     bags = [residue_bag(atoms, p) for p in found]
     feats = esm_residue_features(atoms, bags, esm2, alphabet)
     assert [f.shape for f in feats] == [(len(b), 32) for b in bags]
-    # the same residue in two pockets gets the same features
+    # a residue in two pockets gets the same features in both
+    where = [
+        {(str(c), int(r)): i for i, (c, r) in enumerate(zip(b.chain, b.res_id, strict=True))}
+        for b in bags
+    ]
+    for key in set(where[0]) & set(where[1]):
+        np.testing.assert_array_equal(feats[0][where[0][key]], feats[1][where[1][key]])
     model = PocketAttentionMIL(PocketModelConfig(residue_features=32))
     std = Standardiser.fit(np.random.default_rng(0).normal(size=(50, 17)))
     preds = score_pockets(model, std, DescriptorMap({}), atoms, found, feats)

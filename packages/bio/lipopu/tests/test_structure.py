@@ -69,3 +69,17 @@ def test_read_structure_errors(tmp_path):
         read_structure(tmp_path / "w.pdb")
     with pytest.raises(ValueError, match="no residue named"):
         ligand_overlap(tmp_path / "w.pdb", [], "STR")
+
+
+def test_modified_residues_count_as_their_parent_and_long_chains_are_refused(found):
+    atoms = read_structure(P1A28)
+    met = atoms.res_name == "MET"
+    mod = atoms.copy()
+    mod.res_name[met] = "MSE"  # selenomethionine, as in many crystal structures
+    pocket = next(p for p in found if "MET" in residue_bag(atoms, p, 6.0).res_name)
+    a, b = residue_bag(atoms, pocket, 6.0), residue_bag(mod, pocket, 6.0)
+    assert "MSE" in b.res_name and a.types.tolist() == b.types.tolist()
+    long = atoms.copy()
+    long.chain_id[:] = "AAA"
+    with pytest.raises(ValueError, match="PDB format fpocket-rs reads"):
+        pockets(long)

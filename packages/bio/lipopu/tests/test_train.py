@@ -95,25 +95,45 @@ def test_checkpoint_and_exact_resume(tmp_path):
         torch.testing.assert_close(v, w, msg=k)
 
 
-def _train_on_rank():
+def _train_on_rank(folder, epochs, interrupt_after=None):
+    """Train for ``epochs``; with ``interrupt_after``, stop there and resume in a fresh model."""
     import torch.distributed as dist
 
-    _t, s, X, bags, obs, truth = _setup(n_proteins=60)
-    torch.manual_seed(0)
-    model = PocketAttentionMIL(PocketModelConfig(dim=8, hidden=16))
-    cfg = TrainConfig(epochs=1, batch_u=64, batch_p=8, seed=0)
-    result = fit(model, X, bags, obs, s.train, s.val, cfg, prior=float(truth[s.train].mean()))
+    _, s, X, bags, obs, truth = _setup(n_proteins=60)
+    prior = float(truth[s.train].mean())
+
+    def run(n, resume):
+        torch.manual_seed(0)
+        model = PocketAttentionMIL(PocketModelConfig(dim=8, hidden=16))
+        cfg = TrainConfig(epochs=n, batch_u=64, batch_p=8, seed=0, patience=10)
+        r = fit(model, X, bags, obs, s.train, s.val, cfg, prior=prior, checkpoint_dir=folder,
+                resume=resume)  # fmt: skip
+        return model, r
+
+    if interrupt_after:
+        run(interrupt_after, False)
+    model, result = run(epochs, interrupt_after is not None)
     return dist.get_rank(), {k: v.clone() for k, v in model.state_dict().items()}, result.history
 
 
 @pytest.mark.distributed
-def test_two_processes_with_gloo_average_gradients():
+def test_two_processes_with_gloo_and_an_exact_resume(tmp_path):
+    """DDP keeps the ranks' weights equal while each draws its own batches, and a resume under
+    torchrun gives each rank its own sampler and generator back."""
     from icml26.testing import run_distributed
 
-    (r0, w0, h0), (r1, w1, h1) = run_distributed(_train_on_rank, world_size=2)
+    (r0, w0, h0), (r1, w1, h1) = run_distributed(
+        _train_on_rank, str(tmp_path / "a"), 2, world_size=2
+    )
     assert {r0, r1} == {0, 1}
     for k, v in w0.items():
-        torch.testing.assert_close(w1[k], v, rtol=0, atol=0, msg=k)  # DDP kept them in step
-    # one model, so one validation score; each rank trained on its own batches
+        torch.testing.assert_close(w1[k], v, rtol=0, atol=0, msg=k)
     assert [h["val_pu_auroc"] for h in h0] == [h["val_pu_auroc"] for h in h1]
     assert h0[0]["loss"] != h1[0]["loss"]
+    (_, resumed, _), _ = run_distributed(_train_on_rank, str(tmp_path / "b"), 2, 1, world_size=2)
+    assert {p.name for p in (tmp_path / "b").glob("rng.rank*.json")} == {
+        "rng.rank0.json",
+        "rng.rank1.json",
+    }
+    for k, v in w0.items():
+        torch.testing.assert_close(resumed[k], v, msg=k)

@@ -32,8 +32,12 @@ class TrainCli:
     multilabel: bool = False
     """One output per lipid category (sterol, fatty acyl) instead of lipid / not."""
     prior: float | None = None
-    """P(lipid) among pockets for nnpu / lipopu; default: estimated from the labels you have
-    (Elkan-Noto on a gradient-boosting classifier), never from hidden ones."""
+    """P(lipid) among pockets for nnpu / lipopu (every category under --multilabel); default:
+    estimated per category from the labels you have (Elkan-Noto on a gradient-boosting
+    classifier), never from hidden ones."""
+    surrogate: Literal["sigmoid", "logistic"] | None = None
+    """The PU risk's loss; default: the demo's choice (logistic for nnpu and lipopu, sigmoid for
+    pu_auc)."""
     epochs: int = 30
     patience: int = 6
     seed: int = 0
@@ -103,8 +107,11 @@ def run_train(cfg: TrainCli) -> Path:
     torch.manual_seed(cfg.seed)
     n_out = truth.shape[1] if cfg.multilabel else 1
     model = PocketAttentionMIL(PocketModelConfig(len(DESCRIPTORS), n_out)).to(device)
+    from icml26.lipopu.demo import SURROGATE
+
     tcfg = TrainConfig(objective=cfg.objective, epochs=cfg.epochs, patience=cfg.patience,
-                       seed=cfg.seed, progress=True)  # fmt: skip
+                       seed=cfg.seed, progress=True,
+                       surrogate=cfg.surrogate or SURROGATE[cfg.objective])  # fmt: skip
     result = fit(model, std(table.descriptors), CompositionBags(table.composition), observed,
                  split.train, split.val, tcfg, prior=prior,
                  checkpoint_dir=cfg.out / "state", resume=cfg.resume)  # fmt: skip

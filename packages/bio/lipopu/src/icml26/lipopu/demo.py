@@ -104,15 +104,15 @@ class DemoConfig:
 
     def check(self) -> None:
         """ValueError naming the flag when a setting is out of range (run before any work)."""
-        if self.seeds < 1:
-            raise ValueError(f"--seeds must be >= 1, got {self.seeds}")
+        if self.seeds < 2 and not self.quick:
+            raise ValueError(f"--seeds must be >= 2 (an interval needs two), got {self.seeds}")
         if not self.label_fractions or any(not 0 < c <= 1 for c in self.label_fractions):
             raise ValueError(f"--label-fractions must lie in (0, 1], got {self.label_fractions}")
         if len(set(self.label_fractions)) != len(self.label_fractions):
             raise ValueError(f"--label-fractions has repeats: {self.label_fractions}")
         if self.ablation_c not in self.label_fractions:
             raise ValueError(f"--ablation-c {self.ablation_c} must be one of --label-fractions")
-        if any(f <= 0 or f == 1 for f in self.prior_factors):
+        if not self.prior_factors or any(f <= 0 or f == 1 for f in self.prior_factors):
             raise ValueError(f"--prior-factors must be > 0 and != 1, got {self.prior_factors}")
         if self.epochs < 1 or self.patience < 1:
             raise ValueError("--epochs and --patience must be >= 1")

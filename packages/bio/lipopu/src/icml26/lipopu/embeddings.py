@@ -34,7 +34,9 @@ def esm_residue_features(
 ) -> list[np.ndarray]:
     """(L_i, D) float32 features of each bag's residues from ESM-2 layer ``layer`` (default:
     the last). ``atoms``: the structure (``read_structure``); ``model`` / ``alphabet``: an ESM-2
-    model and its alphabet (``fair-esm``). Chains are embedded one by one."""
+    model and its alphabet (``fair-esm``). Chains are embedded one by one, residues in file
+    order (a chain break is not marked) and matched by (chain, number): insertion codes are not
+    told apart."""
     layer = model.num_layers if layer is None else layer
     if not 0 <= layer <= model.num_layers:
         raise ValueError(f"layer must be in [0, {model.num_layers}], got {layer}")

@@ -21,10 +21,10 @@ from icml26.lipopu.structure import (
     residue_bag,
 )
 
-MEASURED_SASA_SCALE = {"surf_pol_vdw14": 0.45, "surf_apol_vdw14": 0.49, "surf_vdw14": 0.48}
-"""Median SLiPP / fpocket-rs 0.1 ratio of the three SASA terms, measured on the example structures
-of ``mdanalysistests`` against the SLiPP table (``icml26-lipopu demo`` re-measures it); used when
-a checkpoint carries no map of its own."""
+MEASURED_SASA_SCALE = {"surf_pol_vdw14": 0.453, "surf_apol_vdw14": 0.463, "surf_vdw14": 0.470}
+"""Median SLiPP / fpocket-rs 0.1 ratio of the three SASA terms over the 126 pockets of six example
+structures of ``mdanalysistests`` (``icml26-lipopu demo`` measures it again and records it under
+``case_study.descriptor_map``); used when a checkpoint carries no map of its own."""
 
 
 @dataclass
@@ -83,15 +83,17 @@ def score_pockets(
     structure,
     found: list[Pocket],
     residue_features: list[np.ndarray] | None = None,
+    radius: float | None = None,
 ) -> list[PocketPrediction]:
     """Score ``found`` pockets of ``structure`` (file or AtomArray); one prediction each, in the
-    order given. Residue bags are the residues fpocket-rs lists for each pocket;
+    order given. Residue bags are the residues fpocket-rs lists for each pocket (or, with
+    ``radius``, those within that many angstrom of its alpha spheres, as ``residue_bag``);
     ``residue_features`` (one (L_i, D) array per pocket, e.g. ``esm_residue_features``) is
     required by a model built with ``residue_features=D``."""
     if not found:
         return []
     atoms = structure if not isinstance(structure, str | os.PathLike) else read_structure(structure)
-    bags = [residue_bag(atoms, p) for p in found]
+    bags = [residue_bag(atoms, p, radius) for p in found]
     length = max(1, *(len(b) for b in bags))
     residues = np.full((len(found), length), PAD, dtype=np.int64)
     for i, b in enumerate(bags):

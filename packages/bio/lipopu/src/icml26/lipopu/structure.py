@@ -50,6 +50,10 @@ twice SLiPP's values); ``DescriptorMap`` rescales them. ``flex`` is mapped in ``
 fpocket-rs gives the pocket atoms' raw mean B-factor, SLiPP's column is that B-factor min-max
 normalised over the protein's atoms (0-1)."""
 _FORMATS = (".pdb", ".ent", ".cif", ".pdbx", ".mmcif", ".bcif")
+MODIFIED = {"MSE": "MET", "SEP": "SER", "TPO": "THR", "PTR": "TYR", "CSO": "CYS", "CME": "CYS",
+            "CSD": "CYS", "HYP": "PRO", "MLY": "LYS", "M3L": "LYS", "KCX": "LYS", "LLP": "LYS",
+            "PCA": "GLU", "SEC": "CYS"}  # fmt: skip
+"""Common modified residues and the standard residue each stands for."""
 
 
 def read_structure(path: str | os.PathLike, *, protein_only: bool = True) -> struc.AtomArray:
@@ -111,6 +115,14 @@ def _parse(raw: bytes, fmt: str) -> struc.AtomArray:
 def _pdb_text(atoms: struc.AtomArray) -> str:
     from biotite.structure.io.pdb import PDBFile
 
+    # fpocket-rs reads PDB text, whose columns hold one-character chains and 4-digit numbers
+    long_chains = sorted({str(c) for c in atoms.chain_id if len(str(c)) > 1})
+    if long_chains or atoms.res_id.max(initial=0) > 9999 or atoms.res_id.min(initial=0) < -999:
+        raise ValueError(
+            "the structure does not fit the PDB format fpocket-rs reads (chain IDs "
+            f"{long_chains[:3] or 'of one character'}, residue numbers -999..9999): select or "
+            "rename chains (biotite: atoms[atoms.chain_id == 'A']) first"
+        )
     f = PDBFile()
     f.set_structure(atoms)
     buffer = io.StringIO()
@@ -216,7 +228,10 @@ def residue_bag(
     starts = struc.get_residue_starts(picked) if picked.array_length() else np.zeros(0, int)
     names = picked.res_name[starts] if len(starts) else np.zeros(0, dtype=str)
     index = {a: i for i, a in enumerate(AMINO_ACIDS)}
-    types = np.array([index.get(str(n), UNKNOWN_RESIDUE) for n in names], dtype=np.int64)
+    # a modified residue counts as its parent; anything else is type 20 (unknown), which a model
+    # trained on SLiPP's 20 residue counts has never seen
+    parent = [MODIFIED.get(str(n), str(n)) for n in names]
+    types = np.array([index.get(n, UNKNOWN_RESIDUE) for n in parent], dtype=np.int64)
     return ResidueBag(
         np.asarray(picked.chain_id[starts]) if len(starts) else np.zeros(0, dtype=str),
         np.asarray(picked.res_id[starts]) if len(starts) else np.zeros(0, dtype=int),
@@ -230,7 +245,7 @@ class DescriptorMap:
     """Rescales fpocket-rs's SASA terms to the fpocket program's scale SLiPP was built with.
 
     ``scale[name]``: the ratio of medians, training pockets over fpocket-rs pockets, for each
-    descriptor in ``RESCALED`` (measured on the bundled structures: about 0.5; see the README);
+    descriptor in ``RESCALED`` (about 0.46 on the example structures; see the README);
     every other descriptor passes unchanged.
     """
 

@@ -197,11 +197,6 @@ def _save(directory: Path, model, best_state, opt, meta: dict) -> None:
     module = model.module if hasattr(model, "module") else model
     module.save_pretrained(directory)
     tensors = {f"best.{k}": v.contiguous() for k, v in best_state.items()}
-    # dropout draws from torch's generator: an exact resume needs its state too
-    tensors["rng.cpu"] = torch.get_rng_state()
-    device = next(module.parameters()).device
-    if device.type == "cuda":
-        tensors["rng.cuda"] = torch.cuda.get_rng_state(device)
     for i, per_param in opt.state_dict()["state"].items():
         for key, value in per_param.items():
             tensors[f"opt.{i}.{key}"] = torch.as_tensor(value).detach().clone().cpu()
@@ -210,15 +205,35 @@ def _save(directory: Path, model, best_state, opt, meta: dict) -> None:
     atomic_write(directory / "training.json", lambda p: Path(p).write_text(text))
 
 
+def _save_rng(directory: Path, rank: int, rng: np.random.Generator, device) -> None:
+    """Each rank's batch sampler and torch generator (dropout), in a file of its own: under
+    torchrun every rank draws its own batches, and a resume must give each its own stream back."""
+    state = {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state().tolist()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device).tolist()
+    directory.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(state)
+    atomic_write(directory / f"rng.rank{rank}.json", lambda p: Path(p).write_text(text))
+
+
+def _load_rng(directory: Path, rank: int, rng: np.random.Generator, device) -> None:
+    path = directory / f"rng.rank{rank}.json"
+    if not path.is_file():
+        raise ValueError(
+            f"{directory}: no {path.name}: resume with the number of processes that saved it"
+        )
+    state = json.loads(path.read_text())
+    rng.bit_generator.state = state["numpy"]
+    torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
+    if "cuda" in state and device.type == "cuda":
+        torch.cuda.set_rng_state(torch.tensor(state["cuda"], dtype=torch.uint8), device)
+
+
 def _load(directory: Path, model, opt) -> tuple[dict, dict]:
     module = model.module if hasattr(model, "module") else model
     module.load_state_dict(load_file(directory / "model.safetensors"))
     tensors = load_file(directory / "training.safetensors")
     best = {k.removeprefix("best."): v for k, v in tensors.items() if k.startswith("best.")}
-    torch.set_rng_state(tensors["rng.cpu"])
-    device = next(module.parameters()).device
-    if "rng.cuda" in tensors and device.type == "cuda":
-        torch.cuda.set_rng_state(tensors["rng.cuda"], device)
     meta = json.loads((directory / "training.json").read_text())
     state = {"param_groups": meta["param_groups"], "state": {}}
     for key, value in tensors.items():
@@ -285,7 +300,10 @@ def fit(
     net: nn.Module = model
     if world > 1:
         net = nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None
+            model,
+            device_ids=[device.index] if device.type == "cuda" else None,
+            # mean pooling leaves the gated-attention weights out of the graph
+            find_unused_parameters=model.config.use_bag and model.config.pooling == "mean",
         )
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     history: list[dict] = []
@@ -297,7 +315,7 @@ def fit(
         history, best_val, best_epoch, start = (
             meta["history"], meta["best_val"], meta["best_epoch"], meta["epoch"],
         )  # fmt: skip
-        rng.bit_generator.state = meta["rng"]
+        _load_rng(directory, rank, rng, device)
     steps = max(1, len(train) // (config.batch_u * world))
     obs_t = torch.as_tensor(obs2, dtype=torch.float32)
     desc_t = torch.as_tensor(descriptors, dtype=torch.float32)
@@ -339,10 +357,12 @@ def fit(
             best_val, best_epoch = score, epoch + 1
             best_state = {k: v.detach().clone().cpu() for k, v in model.state_dict().items()}
         bar.set_postfix(val=f"{score:.3f}", best=f"{best_val:.3f}")
+        if directory:
+            _save_rng(directory, rank, rng, device)
         if directory and rank == 0:
             meta = {
                 "epoch": epoch + 1, "history": history, "best_val": best_val,
-                "best_epoch": best_epoch, "rng": rng.bit_generator.state,
+                "best_epoch": best_epoch, "world_size": world,
                 "param_groups": opt.state_dict()["param_groups"], "config": asdict(config),
             }  # fmt: skip
             _save(directory, model, best_state, opt, meta)
