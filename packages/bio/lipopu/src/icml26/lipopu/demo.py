@@ -359,19 +359,11 @@ def _case_study(cfg: DemoConfig, table: PocketTable, case: dict) -> dict:
             "residues": best.residues,
             "attention": [float(a) for a in best.attention],
             # composition-trained attention can only weigh residue *types*: report it per type
-            "attention_by_type": _by_type(best.residues, best.attention),
+            "attention_by_type": best.attention_by_type(),
         },
         "descriptor_map": dmap.state(),
         "example_structures": [p.name for p in examples],
     }
-
-
-def _by_type(residues: list[str], attention) -> dict[str, float]:
-    """Total attention per residue type (``LEU715:A`` -> LEU), largest first."""
-    total: dict[str, float] = {}
-    for label, a in zip(residues, attention, strict=True):
-        total[label[:3]] = total.get(label[:3], 0.0) + float(a)
-    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
 
 
 def experiment(cfg: DemoConfig) -> dict:
