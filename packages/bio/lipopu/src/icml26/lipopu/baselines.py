@@ -123,3 +123,12 @@ def elkan_noto_prior(
     if not c > 0:
         raise ValueError("the classifier gives the labeled positives probability 0")
     return float(np.clip(labeled_share / c, labeled_share, 0.95)), c
+
+
+def estimate_prior(
+    X: np.ndarray, observed: np.ndarray, train: np.ndarray, val: np.ndarray, seed: int = 0
+) -> tuple[float, float]:
+    """(pi, c) by ``elkan_noto_prior`` on a PU-naive gradient-boosting classifier fitted on
+    ``X[train]`` (its grid chosen on validation PU-AUROC), read on the validation pockets."""
+    b = fit_baseline("gradient_boosting", X, observed, train, val, val, seed)
+    return elkan_noto_prior(b.scores, observed[val], float(observed[train].mean()))

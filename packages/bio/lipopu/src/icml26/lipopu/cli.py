@@ -127,7 +127,7 @@ def run_train(cfg: TrainCli) -> Path:
 def _prior(cfg: TrainCli, table, std, observed, split) -> list[float]:
     import numpy as np
 
-    from icml26.lipopu.baselines import composition_features, elkan_noto_prior, fit_baseline
+    from icml26.lipopu.baselines import composition_features, estimate_prior
     from icml26.lipopu.losses import check_prior
 
     n_out = observed.shape[1] if observed.ndim == 2 else 1
@@ -138,8 +138,7 @@ def _prior(cfg: TrainCli, table, std, observed, split) -> list[float]:
     X = np.concatenate([std(table.descriptors), composition_features(table.composition)], 1)
     out = []
     for obs in observed.T if observed.ndim == 2 else [observed]:
-        b = fit_baseline("gradient_boosting", X, obs, split.train, split.val, split.val, cfg.seed)
-        out.append(elkan_noto_prior(b.scores, obs[split.val], float(obs[split.train].mean()))[0])
+        out.append(estimate_prior(X, obs, split.train, split.val, cfg.seed)[0])
     print("estimated prior(s): " + ", ".join(f"{p:.3f}" for p in out))
     return out
 

@@ -40,7 +40,7 @@ from icml26.lipopu._results import (
 from icml26.lipopu.baselines import (
     BASELINES,
     composition_features,
-    elkan_noto_prior,
+    estimate_prior,
     fit_baseline,
 )
 from icml26.lipopu.data import (
@@ -191,11 +191,8 @@ def _baseline_inputs(table: PocketTable, std: Standardiser) -> dict[str, np.ndar
 def _estimated_prior(inputs, observed, split, seed) -> tuple[float, dict]:
     """Elkan-Noto prior from a PU-naive gradient-boosting classifier (its grid chosen on
     validation PU-AUROC), its probabilities on the validation pockets' observed labels."""
-    b = fit_baseline("gradient_boosting", inputs, observed, split.train, split.val, split.val,
-                     seed)  # fmt: skip
-    share = float(observed[split.train].mean())
-    prior, c = elkan_noto_prior(b.scores, observed[split.val], share)
-    return prior, {"labeled_share": share, "c_hat": c}
+    prior, c = estimate_prior(inputs, observed, split.train, split.val, seed)
+    return prior, {"labeled_share": float(observed[split.train].mean()), "c_hat": c}
 
 
 def _seed_study(table, cfg, seed, device, bar, keep_models: bool) -> tuple[list, list, dict]:

@@ -39,10 +39,8 @@ def rtn(w: torch.Tensor, bits: int, group_size: int = 64) -> BaselineResult:
     if not 1 <= bits <= 8:
         raise ValueError(f"bits must be in [1, 8], got {bits}")
     g = _groups(w, group_size)
-    lo, hi = g.amin(1, keepdim=True), g.amax(1, keepdim=True)
     levels = 2**bits - 1
-    scale = ((hi - lo) / levels).clamp_min(1e-12).half().float()
-    zero = torch.round(-lo / scale).clamp(0, levels).half().float()
+    scale, zero = _grid(g, levels)
     q = torch.clamp(torch.round(g / scale) + zero, 0, levels)
     return BaselineResult(((q - zero) * scale).reshape(w.shape), bits + 32 / group_size)
 
