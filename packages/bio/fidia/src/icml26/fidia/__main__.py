@@ -1,0 +1,3 @@
+from icml26.fidia.cli import main
+
+raise SystemExit(main())
