@@ -41,6 +41,7 @@ def test_every_expected_member_is_there():
         "icml26-hist",
         "icml26-varjepa",
         "icml26-lipopu",
+        "icml26-fidia",
     } <= names
 
 
