@@ -11,7 +11,7 @@ the method and marks each reconstructed choice where it is made:
   policy whose samples carry their decoding orders, re-scored with them; the last decoder
   layers train, a frozen copy is the KL reference.
 - ``reward``: hard gates (fixed motif, required residues, forbidden residues) times soft terms
-  (a designability *proxy* from an independent ProteinMPNN, developability windows, motif).
+  (a designability *proxy* from a separately trained ProteinMPNN, developability windows, motif).
 - ``train``: FIDIA, GRPO and mean-reward REINFORCE in one on-policy loop (torchrun-aware).
 """
 

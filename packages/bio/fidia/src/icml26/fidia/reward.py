@@ -6,8 +6,8 @@
   of their allowed residues (e.g. the cysteines of a disulfide), and no designed position holds a
   *forbidden* residue (e.g. a free cysteine). Any violation zeroes the reward.
 * **d(x)**, the designability term, is a *proxy*: no folding model (ESMFold, AlphaFold2) has
-  weights offline, so d(x) is the per-residue geometric-mean probability of x under an
-  *independent* ProteinMPNN (the soluble weights by default, never the policy's own), i.e.
+  weights offline, so d(x) is the per-residue geometric-mean probability of x under a
+  *separately trained* ProteinMPNN (the soluble weights by default, never the policy's own), i.e.
   1 / perplexity, averaged over fixed decoding orders. Plug a real score in with
   ``CompositeReward(designability=my_fn)``, where ``my_fn(seqs) -> (n,)`` values in [0, 1].
 * **dev(x)**, developability: the mean of three window scores (1 inside the window, falling
@@ -52,7 +52,7 @@ class RewardOutput:
 
 
 class DesignabilityProxy:
-    """d(x) = exp(mean log p(x_i | ...)) under an independent ProteinMPNN, over fixed orders.
+    """d(x) = exp(mean log p(x_i | ...)) under a separately trained ProteinMPNN, over fixed orders.
 
     A proxy for designability (what a folding model's pLDDT or self-consistency TM-score would
     measure); named so everywhere it is reported.
