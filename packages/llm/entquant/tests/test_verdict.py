@@ -1,10 +1,11 @@
-"""verdict(): one row per model and baseline rate, the speed row, the data-dependent row."""
+"""verdict(): one row per model and baseline rate, the speed row, one per model and GPTQ rate."""
 
 import copy
+import math
 
 import pytest
 
-from icml26.entquant.demo import verdict
+from icml26.entquant.demo import interpolated_ratio, verdict
 
 
 def _rows(ent_2: float = 0.001, ent_3: float = 0.0005) -> dict:
@@ -20,14 +21,35 @@ def _rows(ent_2: float = 0.001, ent_3: float = 0.0005) -> dict:
         "HQQ-3": {"bits/param": 3.5, "KL": 0.001},
         "RTN-2": {"bits/param": 2.5, "KL": 0.0056},
         "HQQ-2": {"bits/param": 2.5, "KL": 0.0048},
+        "GPTQ-3": {"bits/param": 3.5, "KL": 0.0006},
+        "GPTQ-2": {"bits/param": 2.5, "KL": 0.004},
     }
+
+
+def _per_window(rows: dict, spread: float = 0.1, n: int = 16) -> dict:
+    """Per-window distortions around each row's value (times 1 +- spread), in a pattern that
+    differs between rows (so a paired bootstrap has something to resample)."""
+    return {
+        k: [v["KL"] * (1 + spread * math.sin(1.7 * i + len(k))) for i in range(n)]
+        for k, v in rows.items()
+        if "KL" in v
+    }
+
+
+def _set_rows(results: dict, model: str, rows: dict, spread: float = 0.1) -> dict:
+    results["models"][model]["rows"] = rows
+    results["models"][model]["per window"] = _per_window(rows, spread)
+    return results
 
 
 def measured(models=("tiny-gpt", "smollm2"), device="cuda:0", minutes=5.0) -> dict:
     """Measurements in which every testable claim holds (on a GPU, 70B in 5 minutes)."""
     rate = 70e9 / minutes / 60
     return {
-        "models": {m: {"distortion": "KL", "rows": _rows()} for m in models},
+        "models": {
+            m: {"distortion": "KL", "rows": _rows(), "per window": _per_window(_rows())}
+            for m in models
+        },
         "compression params/s": rate,
         "extrapolated 70B minutes": minutes,
         "threads": 2,
@@ -39,7 +61,7 @@ def verdicts(results: dict) -> list[str]:
     return [row["verdict"] for row in verdict(results)[0]]
 
 
-ALL_HOLD = ["reproduced"] * 5 + ["untestable here"]
+ALL_HOLD = ["reproduced"] * 9  # 2 models x 2 rates, speed, 2 models x 2 GPTQ rates
 
 
 def test_every_claim_holds():
@@ -47,7 +69,10 @@ def test_every_claim_holds():
     assert [c["verdict"] for c in claims] == ALL_HOLD and summary == "reproduced"
     assert "at 3.50 bits/param on tiny-gpt" in claims[0]["claim"]
     assert "at 2.50 bits/param on smollm2" in claims[3]["claim"]
-    assert "70B model" in claims[4]["claim"] and "data-dependent" in claims[5]["claim"]
+    assert "70B model" in claims[4]["claim"]
+    assert "matches GPTQ-3 at 3.50 bits/param on tiny-gpt" in claims[5]["claim"]
+    assert "matches GPTQ-2 at 2.50 bits/param on smollm2" in claims[8]["claim"]
+    assert "interpolated between its 3.36- and 4.30-bit points" in claims[5]["evidence"]
     assert (
         "EntQuant lambda=14.5 (3.36 bits) KL 0.0005 vs RTN-3 0.0006, HQQ-3 0.001"
         in (claims[0]["evidence"])
@@ -65,7 +90,7 @@ def test_every_claim_holds():
 )
 def test_one_rate_on_one_model_fails_alone(model, rate, change, row):
     results = measured()
-    results["models"][model]["rows"] = _rows(**change)
+    results["models"][model]["rows"] = _rows(**change)  # the per-window numbers stay: (c) holds
     expected = list(ALL_HOLD)
     expected[row] = "not reproduced"
     claims, summary = verdict(results)
@@ -104,8 +129,8 @@ def test_rate_distortion_needs_a_baseline_below_4_bits():
 def test_speed_fails_alone_on_a_gpu():
     claims, summary = verdict(measured(minutes=23 * 60))
     assert [c["verdict"] for c in claims] == ["reproduced"] * 4 + ["not reproduced"] + [
-        "untestable here"
-    ]
+        "reproduced"
+    ] * 4
     assert summary == "partly" and "1,380 min" in claims[4]["evidence"]
 
 
@@ -126,8 +151,7 @@ def test_no_timing_is_untestable():
 
 
 def test_nothing_holds():
-    results = measured(models=("m",), minutes=1e4)
-    results["models"]["m"]["rows"] = _rows(ent_3=1.0, ent_2=1.0)
+    results = _set_rows(measured(models=("m",), minutes=1e4), "m", _rows(ent_3=1.0, ent_2=1.0))
     assert verdict(results)[1] == "not reproduced"
 
 
@@ -143,3 +167,38 @@ def test_a_win_with_rivals_missing_is_only_partly():
     claims, _ = verdict(results)
     assert [c["verdict"] for c in claims[:4]] == ["partly"] * 4
     assert all("not run (extra missing): NF4" in c["evidence"] for c in claims[:4])
+
+
+def test_interpolation_is_log_linear_between_the_bracketing_points():
+    points = [(2.0, [0.04] * 4), (4.0, [0.01] * 4), (6.0, [0.001] * 4)]
+    ratio, lo, hi, (b0, b1) = interpolated_ratio(points, [0.02] * 4, 3.0)
+    assert (b0, b1) == (2.0, 4.0)
+    assert ratio == pytest.approx(math.sqrt(0.04 * 0.01) / 0.02)  # the geometric mean: 1.0
+    assert lo == pytest.approx(ratio) and hi == pytest.approx(ratio)  # no spread, no width
+    assert interpolated_ratio(points, [0.02] * 4, 1.5) is None  # below the sweep
+
+
+@pytest.mark.parametrize(
+    "gptq_kl, spread, verdict_, note",
+    [
+        # EntQuant's curve at 3.5 bits: 0.0005^0.851 * 0.0002^0.149 = 0.000437
+        (0.0004, 0.05, "reproduced", "x1.09"),  # worse, but within the 1.2 margin
+        (0.0002, 0.05, "not reproduced", "(worse)"),  # x2.2
+        (0.00036, 0.9, "not reproduced", "(inconclusive)"),  # x1.2, windows far apart
+        (0.001, 0.05, "reproduced", "x0.44"),
+    ],
+)
+def test_a_gptq_row_is_judged_on_the_bootstrap_interval(gptq_kl, spread, verdict_, note):
+    rows = _rows()
+    rows["GPTQ-3"]["KL"] = gptq_kl
+    results = _set_rows(measured(models=("m",)), "m", rows, spread)
+    row = verdict(results)[0][3]
+    assert "GPTQ-3" in row["claim"] and row["verdict"] == verdict_
+    assert note in row["evidence"]
+
+
+def test_no_gptq_below_4_bits_is_not_reproduced():
+    rows = {k: v for k, v in _rows().items() if not k.startswith("GPTQ")}
+    claims, _ = verdict(_set_rows(measured(models=("m",)), "m", rows))
+    assert claims[3]["verdict"] == "not reproduced"
+    assert "no GPTQ rate below 4 bits" in claims[3]["evidence"]

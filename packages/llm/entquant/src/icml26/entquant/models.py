@@ -127,6 +127,8 @@ class LMQuality:
     perplexity: float
     kl: float
     """Mean KL(original || quantised) per token, nats."""
+    kl_windows: tuple[float, ...] = ()
+    """The same mean per evaluation window (what a bootstrap over windows resamples)."""
 
 
 def lm_quality(
@@ -134,8 +136,9 @@ def lm_quality(
 ) -> LMQuality:
     targets = windows[:, 1:].to(logprobs.device)
     nll = -logprobs.gather(-1, targets[..., None]).mean()
-    kl = (ref_logprobs.exp() * (ref_logprobs - logprobs)).sum(-1).mean()
-    return LMQuality(math.exp(float(nll)), float(kl))
+    kl_tokens = (ref_logprobs.exp() * (ref_logprobs - logprobs)).sum(-1)  # (windows, T - 1)
+    per_window = tuple(float(x) for x in kl_tokens.mean(-1))
+    return LMQuality(math.exp(float(nll)), float(kl_tokens.mean()), per_window)
 
 
 def pydoc_sentences(n: int, min_words: int = 6) -> list[str]:
@@ -186,7 +189,8 @@ def embedding_quality(emb: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:
     """Mean cosine to the original embeddings, and top-1 retrieval agreement: the first half of
     the sentences queries the second half; how often the quantised model picks the original's
     top hit."""
-    cos = F.cosine_similarity(emb, ref, dim=-1).mean()
+    per_sentence = F.cosine_similarity(emb, ref, dim=-1)
+    cos = per_sentence.mean()
     h = ref.shape[0] // 2
 
     def top1(e):
@@ -194,7 +198,8 @@ def embedding_quality(emb: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:
         return (e[:h] @ e[h:].T).argmax(-1)
 
     agree = (top1(emb) == top1(ref)).float().mean()
-    return {"cosine": float(cos), "retrieval_agreement": float(agree)}
+    return {"cosine": float(cos), "retrieval_agreement": float(agree),
+            "cosine_per_sentence": [float(c) for c in per_sentence]}  # fmt: skip
 
 
 def smollm2_path() -> Path:

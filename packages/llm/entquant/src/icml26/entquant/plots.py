@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-MARKERS = {"RTN": "s", "NF4": "D", "HQQ": "^"}
+MARKERS = {"RTN": "s", "NF4": "D", "HQQ": "^", "GPTQ": "*"}
 
 
 def plot_rate_distortion(results: dict, path: Path) -> None:
@@ -24,12 +24,9 @@ def plot_rate_distortion(results: dict, path: Path) -> None:
                     v["bits/param"],
                     v[key],
                     marker=MARKERS[family],
-                    s=50,
+                    s=90 if family == "GPTQ" else 50,
                     color=f"C{list(MARKERS).index(family)}",
-                    label=family
-                    if k in ("RTN-4", "NF4", "HQQ-4", "RTN-3", "HQQ-3")
-                    and family not in ax.get_legend_handles_labels()[1]
-                    else None,
+                    label=family if family not in ax.get_legend_handles_labels()[1] else None,
                 )
         ax.set_yscale("log")
         ax.set_xlabel("bits per parameter (as stored)")
@@ -37,7 +34,7 @@ def plot_rate_distortion(results: dict, path: Path) -> None:
         ax.set_title(f"{name}: {r['quantised params']:,} params")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"EntQuant vs data-free baselines; verdict: {results['verdict']}")
+    fig.suptitle(f"EntQuant vs data-free baselines and GPTQ; verdict: {results['verdict']}")
     fig.tight_layout()
     tmp = path.with_name(f".{path.name}.tmp.png")
     fig.savefig(tmp, dpi=120)
