@@ -197,8 +197,12 @@ def test_a_gptq_row_is_judged_on_the_bootstrap_interval(gptq_kl, spread, verdict
     assert note in row["evidence"]
 
 
-def test_no_gptq_below_4_bits_is_not_reproduced():
+def test_gptq_not_run_or_outside_the_sweep_is_untestable():
     rows = {k: v for k, v in _rows().items() if not k.startswith("GPTQ")}
     claims, _ = verdict(_set_rows(measured(models=("m",)), "m", rows))
-    assert claims[3]["verdict"] == "not reproduced"
+    assert claims[3]["verdict"] == "untestable here"
     assert "no GPTQ rate below 4 bits" in claims[3]["evidence"]
+    rows = _rows()
+    rows["GPTQ-2"]["bits/param"] = 2.2  # below EntQuant's cheapest point (2.45 bits)
+    claims, _ = verdict(_set_rows(measured(models=("m",)), "m", rows))
+    assert claims[4]["verdict"] == "untestable here" and "outside" in claims[4]["evidence"]
