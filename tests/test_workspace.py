@@ -42,6 +42,7 @@ def test_every_expected_member_is_there():
         "icml26-varjepa",
         "icml26-lipopu",
         "icml26-fidia",
+        "icml26-lrpo",
     } <= names
 
 

@@ -1,0 +1,3 @@
+from icml26.lrpo.cli import main
+
+raise SystemExit(main())

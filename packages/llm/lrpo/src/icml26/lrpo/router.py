@@ -1,0 +1,421 @@
+"""Language routers: which language each routed rollout of a GRPO group is asked to answer in.
+
+:class:`LanguageRouter` is LRPO's router, a bandit over languages that is neither UCB nor EXP3.
+Facts taken from the authors' code (``LangBanditPolicy`` in their verl fork):
+
+- value tables ``Q[topic, :]`` and, for regional questions, ``Q[region, :]``, all zero at first;
+  sampling logits are their **sum**;
+- with probability eps a language is drawn uniformly, else from ``softmax(logits / tau)``;
+- every rollout's reward is buffered under (topic, region, language); every ``update_every``
+  (5) training steps the buffer's mean reward per language is z-scored across the languages seen
+  in each (topic, region) cell (population std, + 1e-6) and ``Q <- (1 - alpha) Q + alpha z``
+  (alpha = 0.1); a language without rollouts in the window keeps its value;
+- tau = max(0.3, 0.999^t), eps = max(0, 0.2 * 0.995^t), t the number of training steps so far.
+
+:class:`UCBRouter` (UCB1), :class:`EXP3Router`, :class:`UniformRouter` and :class:`FixedRouter`
+(every routed rollout in English) are the baselines; :class:`OriginalRouter` always answers in the
+question's language (plain GRPO).
+
+Every router has ``sample(topic, language, rng, region=None) -> str`` (one routed language),
+``observe(topic, language, reward, region=None)`` (one rollout's reward) and ``step()`` (once per
+training step, after the rewards), and ``state_dict()`` / ``load_state_dict()`` as plain JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import tempfile
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from icml26.lrpo.data import LANGUAGES, check_language
+
+
+def _check_languages(languages) -> tuple[str, ...]:
+    languages = tuple(languages)
+    if not languages:
+        raise ValueError("languages must not be empty")
+    if len(set(languages)) != len(languages):
+        raise ValueError(f"languages must be distinct, got {list(languages)}")
+    for lang in languages:
+        check_language(lang, "languages")
+    return languages
+
+
+def _check_reward(reward: float) -> float:
+    reward = float(reward)
+    if not math.isfinite(reward):
+        raise ValueError(f"reward must be finite, got {reward}")
+    return reward
+
+
+def softmax(logits: list[float], tau: float) -> list[float]:
+    """softmax(logits / tau), stable; tau -> 0 puts all mass on the argmax (ties shared)."""
+    if tau <= 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    top = max(logits)
+    e = [math.exp((x - top) / tau) for x in logits]
+    s = sum(e)
+    return [x / s for x in e]
+
+
+class _Router:
+    name = "router"
+
+    def __init__(self, languages=LANGUAGES):
+        self.languages = _check_languages(languages)
+        self.t = 0
+
+    def probabilities(self, topic: str, region: str | None = None) -> list[float]:
+        raise NotImplementedError
+
+    def sample(self, topic: str, language: str, rng: random.Random, region=None) -> str:
+        """One routed language for a rollout of a ``topic`` question written in ``language``."""
+        check_language(language)
+        return rng.choices(self.languages, self.probabilities(topic, region))[0]
+
+    def observe(self, topic: str, language: str, reward: float, region=None,
+                routed: bool = True) -> None:  # fmt: skip
+        """One rollout's reward; ``routed`` is False for the rollouts kept in the question's
+        language (LRPO and UCB learn from them too; EXP3's importance weights cannot)."""
+        _check_reward(reward)
+        self._index(language)
+
+    def step(self) -> None:
+        self.t += 1
+
+    def _index(self, language: str) -> int:
+        try:
+            return self.languages.index(language)
+        except ValueError:
+            raise ValueError(f"language {language!r} is not routed by this router "
+                             f"({list(self.languages)})") from None  # fmt: skip
+
+    def state_dict(self) -> dict:
+        return {"name": self.name, "languages": list(self.languages), "t": self.t}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("name") != self.name:
+            raise ValueError(f"state is for router {state.get('name')!r}, not {self.name!r}")
+        if tuple(state["languages"]) != self.languages:
+            raise ValueError(f"state routes {state['languages']}, this router "
+                             f"{list(self.languages)}")  # fmt: skip
+        self.t = int(state["t"])
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the state as JSON, atomically."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.state_dict(), f, indent=1)
+        os.replace(tmp, path)
+        return path
+
+    def load(self, path: str | os.PathLike) -> _Router:
+        try:
+            state = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"cannot read router state {path}: {e}") from None
+        self.load_state_dict(state)
+        return self
+
+
+class OriginalRouter(_Router):
+    """Always the question's own language: plain (monolingual) GRPO."""
+
+    name = "original"
+
+    def sample(self, topic: str, language: str, rng: random.Random, region=None) -> str:
+        return check_language(language)
+
+    def probabilities(self, topic: str, region=None) -> list[float]:
+        raise ValueError("OriginalRouter has no distribution over languages: it copies the "
+                         "question's language")  # fmt: skip
+
+
+class UniformRouter(_Router):
+    """Every language equally likely, always."""
+
+    name = "uniform"
+
+    def probabilities(self, topic: str, region=None) -> list[float]:
+        return [1 / len(self.languages)] * len(self.languages)
+
+
+@dataclass(frozen=True)
+class RouterSchedule:
+    """LRPO's router settings, defaults from the authors' training script."""
+
+    alpha: float = 0.1
+    """EMA weight of the z-scored mean reward in ``Q <- (1 - alpha) Q + alpha z``."""
+    update_every: int = 5
+    """Training steps between updates of Q."""
+    tau_init: float = 1.0
+    tau_decay: float = 0.999
+    tau_min: float = 0.3
+    eps_init: float = 0.2
+    eps_decay: float = 0.995
+    eps_min: float = 0.0
+    z_eps: float = 1e-6
+    """Added to the population std when z-scoring."""
+
+    def check(self) -> None:
+        if not 0 < self.alpha <= 1:
+            raise ValueError(f"alpha must be in (0, 1], got {self.alpha}")
+        if self.update_every < 1:
+            raise ValueError(f"update_every must be >= 1, got {self.update_every}")
+        if not (self.tau_min > 0 and self.tau_init > 0 and 0 < self.tau_decay <= 1):
+            raise ValueError("tau_init and tau_min must be > 0 and tau_decay in (0, 1]")
+        if not (0 <= self.eps_min <= 1 and 0 <= self.eps_init <= 1 and 0 < self.eps_decay <= 1):
+            raise ValueError("eps_init and eps_min must be in [0, 1] and eps_decay in (0, 1]")
+
+    def tau(self, t: int) -> float:
+        return max(self.tau_min, self.tau_init * self.tau_decay**t)
+
+    def eps(self, t: int) -> float:
+        return max(self.eps_min, self.eps_init * self.eps_decay**t)
+
+
+class LanguageRouter(_Router):
+    """LRPO's language router (see the module docstring for the rule and its source)."""
+
+    name = "lrpo"
+
+    def __init__(self, languages=LANGUAGES, schedule: RouterSchedule | None = None):
+        super().__init__(languages)
+        self.schedule = schedule or RouterSchedule()
+        self.schedule.check()
+        L = len(self.languages)
+        self.topic_q: dict[str, list[float]] = defaultdict(lambda: [0.0] * L)
+        self.region_q: dict[str, list[float]] = defaultdict(lambda: [0.0] * L)
+        self._buffer: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+
+    @property
+    def tau(self) -> float:
+        return self.schedule.tau(self.t)
+
+    @property
+    def eps(self) -> float:
+        return self.schedule.eps(self.t)
+
+    def logits(self, topic: str, region: str | None = None) -> list[float]:
+        q = list(self.topic_q[topic])
+        if region is not None:  # the authors add the region row for regional questions only
+            q = [a + b for a, b in zip(q, self.region_q[region], strict=True)]
+        return q
+
+    def probabilities(self, topic: str, region: str | None = None) -> list[float]:
+        """eps-uniform mixture with softmax(logits / tau): the law ``sample`` draws from."""
+        L = len(self.languages)
+        p = softmax(self.logits(topic, region), self.tau)
+        return [self.eps / L + (1 - self.eps) * x for x in p]
+
+    def sample(self, topic: str, language: str, rng: random.Random, region=None) -> str:
+        check_language(language)
+        if rng.random() < self.eps:
+            return rng.choice(self.languages)
+        return rng.choices(self.languages, softmax(self.logits(topic, region), self.tau))[0]
+
+    def observe(self, topic: str, language: str, reward: float, region=None,
+                routed: bool = True) -> None:  # fmt: skip
+        # the authors buffer every rollout, the forced original-language ones included
+        self._buffer[(topic, "" if region is None else region, self._index(language))].append(
+            _check_reward(reward))  # fmt: skip
+
+    def step(self) -> None:
+        """End of a training step: t += 1, and every ``update_every`` steps update Q."""
+        self.t += 1
+        if self.t % self.schedule.update_every == 0:
+            self.update()
+
+    def update(self) -> None:
+        """Q <- (1 - alpha) Q + alpha z per (topic, region) cell, z the buffered mean reward per
+        language z-scored across the languages seen in the cell; then empty the buffer."""
+        cells: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+        for (topic, region, i), rewards in self._buffer.items():
+            cells[(topic, region)][i] = sum(rewards) / len(rewards)
+        a, z_eps = self.schedule.alpha, self.schedule.z_eps
+        for (topic, region), means in sorted(cells.items()):
+            vals = list(means.values())
+            mu = sum(vals) / len(vals)
+            sd = math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals))
+            z = {i: (v - mu) / (sd + z_eps) for i, v in means.items()}
+            tables = [self.topic_q[topic]] + ([self.region_q[region]] if region else [])
+            for q in tables:
+                for i, zi in z.items():
+                    q[i] = (1 - a) * q[i] + a * zi
+        self._buffer.clear()
+
+    def state_dict(self) -> dict:
+        return {
+            **super().state_dict(),
+            "schedule": asdict(self.schedule),
+            "topic_q": dict(self.topic_q),
+            "region_q": dict(self.region_q),
+            "buffer": [[t, r, i, v] for (t, r, i), v in self._buffer.items()],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.schedule = RouterSchedule(**state["schedule"])
+        L = len(self.languages)
+        for key in ("topic_q", "region_q"):
+            table = defaultdict(lambda: [0.0] * L)
+            for k, v in state[key].items():
+                if len(v) != L:
+                    raise ValueError(f"{key}[{k!r}] has {len(v)} values, expected {L}")
+                table[k] = [float(x) for x in v]
+            setattr(self, key, table)
+        self._buffer = defaultdict(
+            list, {(t, r, int(i)): list(v) for t, r, i, v in state["buffer"]}
+        )
+
+
+class UCBRouter(_Router):
+    """UCB1 per topic over languages: untried languages first, then the largest
+    mean + c sqrt(2 ln n / n_l). Rewards are expected in [0, 1]. Deterministic given its state;
+    ``sample`` draws each routed rollout after the previous one was counted as pulled, so one
+    group spreads over the top arms instead of repeating one."""
+
+    name = "ucb"
+
+    def __init__(self, languages=LANGUAGES, c: float = 1.0):
+        super().__init__(languages)
+        if not c >= 0:
+            raise ValueError(f"c must be >= 0, got {c}")
+        self.c = c
+        L = len(self.languages)
+        self.counts: dict[str, list[float]] = defaultdict(lambda: [0.0] * L)
+        self.sums: dict[str, list[float]] = defaultdict(lambda: [0.0] * L)
+        self._pending: dict[str, list[float]] = defaultdict(lambda: [0.0] * L)
+
+    def _scores(self, topic: str) -> list[float]:
+        n = [a + b for a, b in zip(self.counts[topic], self._pending[topic], strict=True)]
+        total = sum(n)
+        out = []
+        for i, ni in enumerate(n):
+            if ni == 0:
+                out.append(math.inf)
+                continue
+            mean = self.sums[topic][i] / self.counts[topic][i] if self.counts[topic][i] else 0.5
+            out.append(mean + self.c * math.sqrt(2 * math.log(max(total, 1)) / ni))
+        return out
+
+    def probabilities(self, topic: str, region=None) -> list[float]:
+        s = self._scores(topic)
+        top = max(s)
+        winners = [i for i, x in enumerate(s) if x == top]
+        return [1 / len(winners) if i in winners else 0.0 for i in range(len(s))]
+
+    def sample(self, topic: str, language: str, rng: random.Random, region=None) -> str:
+        check_language(language)
+        choice = rng.choices(self.languages, self.probabilities(topic))[0]
+        self._pending[topic][self._index(choice)] += 1
+        return choice
+
+    def observe(self, topic: str, language: str, reward: float, region=None,
+                routed: bool = True) -> None:  # fmt: skip
+        i = self._index(language)  # any sample of a language's reward informs its mean
+        self.counts[topic][i] += 1
+        self.sums[topic][i] += _check_reward(reward)
+
+    def step(self) -> None:
+        self.t += 1
+        self._pending.clear()
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "c": self.c, "counts": dict(self.counts),
+                "sums": dict(self.sums)}  # fmt: skip
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        L = len(self.languages)
+        self.c = float(state["c"])
+        self.counts = defaultdict(lambda: [0.0] * L, state["counts"])
+        self.sums = defaultdict(lambda: [0.0] * L, state["sums"])
+
+
+class EXP3Router(_Router):
+    """EXP3 per topic over languages: p = (1 - gamma) w / sum(w) + gamma / L, importance-weighted
+    reward estimates r_hat = r / p, w <- w exp(gamma r_hat / L), one round per training step.
+    Rewards are expected in [0, 1]. The default gamma = 0.3 is the textbook
+    sqrt(L ln L / ((e - 1) T)) for L = 8 languages and T = 100 rounds (the demo's budget)."""
+
+    name = "exp3"
+
+    def __init__(self, languages=LANGUAGES, gamma: float = 0.3):
+        super().__init__(languages)
+        if not 0 < gamma <= 1:
+            raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+        self.gamma = gamma
+        self.log_w: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(self.languages))
+        self._buffer: dict[str, list[tuple[int, float]]] = defaultdict(list)
+
+    def probabilities(self, topic: str, region=None) -> list[float]:
+        L, g = len(self.languages), self.gamma
+        w = softmax(self.log_w[topic], 1.0)
+        return [(1 - g) * x + g / L for x in w]
+
+    def observe(self, topic: str, language: str, reward: float, region=None,
+                routed: bool = True) -> None:  # fmt: skip
+        i, r = self._index(language), _check_reward(reward)
+        if routed:  # importance weights hold only for pulls drawn from p
+            self._buffer[topic].append((i, r))
+
+    def step(self) -> None:
+        """One EXP3 round per topic and training step: the step's pulls give the importance-
+        weighted estimate r_hat_l = sum_{pulls of l} r / (p_l n_pulls), under the probabilities
+        the pulls were drawn from (the weights change only here)."""
+        L, g = len(self.languages), self.gamma
+        for topic, pulls in self._buffer.items():
+            p = self.probabilities(topic)
+            for i, r in pulls:
+                self.log_w[topic][i] += g * r / (p[i] * len(pulls)) / L
+        self._buffer.clear()
+        self.t += 1
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "gamma": self.gamma, "log_w": dict(self.log_w)}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.gamma = float(state["gamma"])
+        self.log_w = defaultdict(lambda: [0.0] * len(self.languages), state["log_w"])
+
+
+class FixedRouter(_Router):
+    """Every routed rollout in one ``language`` (default English, the best-resourced): the
+    "reason in the dominant language" baseline."""
+
+    name = "fixed"
+
+    def __init__(self, languages=LANGUAGES, language: str = "en"):
+        super().__init__(languages)
+        self.language = language
+        self._index(language)
+
+    def probabilities(self, topic: str, region=None) -> list[float]:
+        return [float(x == self.language) for x in self.languages]
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "language": self.language}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.language = state["language"]
+
+
+ROUTERS = {"original": OriginalRouter, "uniform": UniformRouter, "english": FixedRouter,
+           "ucb": UCBRouter, "exp3": EXP3Router, "lrpo": LanguageRouter}  # fmt: skip
+
+
+def make_router(name: str, languages=LANGUAGES) -> _Router:
+    """A router by name: original, uniform, english (fixed), ucb, exp3 or lrpo."""
+    if name not in ROUTERS:
+        raise ValueError(f"router must be one of {list(ROUTERS)}, got {name!r}")
+    return ROUTERS[name](languages)
