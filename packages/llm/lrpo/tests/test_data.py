@@ -29,15 +29,15 @@ def test_split_holds_out_cells_disjointly():
     assert any(key in s.train["add"][lang] for lang in LANGUAGES if lang != "pl")
 
 
-def heldout_questions_and_answers():
-    q = make_question("sub", "fr", (15, 4))
-    assert q.value == 11 and q.text == "combien font 15 moins 4?"
-    assert q.reference() == "le résultat est onze" and q.reference("de") == "das ergebnis ist elf"
+def test_questions_and_answers():
+    q = make_question("sub", "fr", (9, 4))
+    assert q.value == 5 and q.text == "combien font 9 moins 4?"
+    assert q.reference() == "le résultat est cinq" and q.reference("de") == "das ergebnis ist fünf"
     c = make_question("count", "en", (1, 0, 1, 1))
     assert c.text == "how many stars: *.**?" and c.value == 3
-    assert prompt(q.text, "it") == "combien font 15 moins 4? <it>="
-    assert parse_answer(answer_text(17, "nl"), "nl") == 17
-    assert parse_answer(answer_text(17, "nl"), "de") is None
+    assert prompt(q.text, "it") == "combien font 9 moins 4? <it>="
+    assert parse_answer(answer_text(7, "nl"), "nl") == 7
+    assert parse_answer(answer_text(7, "nl"), "de") is None
     assert parse_any(answer_text(0, "pl")) == (0, "pl")
 
 
