@@ -1,0 +1,141 @@
+"""Images, patches and degradations for x2 / x4 super-resolution, all offline.
+
+Training images ship inside scikit-image (``skimage.data``) and scikit-learn
+(``load_sample_images``); no download. The held-out images are astronaut, coffee, chelsea, camera
+and rocket; ``cat`` is chelsea again and is left out of training. Grayscale images are repeated
+to three channels. Low-resolution inputs are made by antialiased bicubic downsampling
+(``torch.nn.functional.interpolate(..., antialias=True)``), rounded to 8 bits like a saved image.
+Metrics follow the super-resolution convention: PSNR and SSIM on the luma channel (ITU-R BT.601
+Y of ``skimage.color.rgb2ycbcr``) with ``scale`` pixels shaved from each border.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HELD_OUT = ("astronaut", "coffee", "chelsea", "camera", "rocket")
+TRAIN = (
+    "immunohistochemistry", "brick", "grass", "gravel", "hubble_deep_field", "moon", "coins",
+    "horse", "clock", "retina", "cell", "page", "text", "sklearn:china.jpg", "sklearn:flower.jpg",
+)  # fmt: skip
+"""Training images: ``skimage.data`` names, ``sklearn:<file>`` for scikit-learn's samples."""
+
+
+def load_image(name: str) -> torch.Tensor:
+    """An offline image as float RGB in [0, 1], shape (3, H, W)."""
+    if name.startswith("sklearn:"):
+        from sklearn.datasets import load_sample_images
+
+        bunch = load_sample_images()
+        files = [f.rsplit("/", 1)[-1] for f in bunch.filenames]
+        key = name.split(":", 1)[1]
+        if key not in files:
+            raise ValueError(f"scikit-learn has no sample image {key!r} (it has {files})")
+        arr = bunch.images[files.index(key)]
+    else:
+        import skimage.data
+
+        loader = getattr(skimage.data, name, None)
+        if loader is None or not callable(loader):
+            raise ValueError(f"skimage.data has no image {name!r}")
+        arr = loader()
+    arr = np.asarray(arr)
+    if arr.dtype == bool:
+        arr = arr.astype(np.uint8) * 255
+    if arr.ndim == 2:
+        arr = np.repeat(arr[..., None], 3, axis=2)
+    arr = arr[..., :3]
+    x = torch.from_numpy(np.array(arr, copy=True)).permute(2, 0, 1).float()
+    return (x / 255.0).clamp(0, 1) if arr.dtype == np.uint8 else x.clamp(0, 1)
+
+
+def check_image(x: torch.Tensor, name: str = "image", multiple: int = 1) -> torch.Tensor:
+    """Validate a float image batch (B, 3, H, W) or image (3, H, W) in [0, 1]; H, W divisible by
+    ``multiple``. Returns it as (B, 3, H, W)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be floating point in [0, 1], got {x.dtype} "
+                        "(divide uint8 images by 255)")  # fmt: skip
+    if x.ndim == 3:
+        x = x[None]
+    if x.ndim != 4 or x.shape[1] != 3:
+        raise ValueError(f"{name} must have shape (B, 3, H, W) or (3, H, W), got {tuple(x.shape)}")
+    if x.shape[-1] % multiple or x.shape[-2] % multiple:
+        raise ValueError(f"{name}'s height and width must be divisible by {multiple}, got "
+                         f"{tuple(x.shape[-2:])}")  # fmt: skip
+    if not torch.isfinite(x).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    return x
+
+
+def downsample(x: torch.Tensor, scale: int) -> torch.Tensor:
+    """Antialiased bicubic downsampling by an integer ``scale``, rounded to 8-bit levels."""
+    x = check_image(x, multiple=scale)
+    y = F.interpolate(x, scale_factor=1 / scale, mode="bicubic", antialias=True,
+                      align_corners=False)  # fmt: skip
+    return (y.clamp(0, 1) * 255).round() / 255
+
+
+def bicubic_up(x: torch.Tensor, scale: int) -> torch.Tensor:
+    """Bicubic upsampling by ``scale`` (the baseline and the DPO rejected answer)."""
+    x = check_image(x)
+    return F.interpolate(x, scale_factor=scale, mode="bicubic", align_corners=False).clamp(0, 1)
+
+
+def crop_to(x: torch.Tensor, multiple: int) -> torch.Tensor:
+    """Crop H and W down to multiples of ``multiple`` (top-left)."""
+    H, W = x.shape[-2:]
+    return x[..., : H - H % multiple, : W - W % multiple]
+
+
+def patches(images: list[torch.Tensor], size: int = 32, stride: int | None = None) -> torch.Tensor:
+    """Non-overlapping (or ``stride``-spaced) ``size`` x ``size`` patches: (N, 3, size, size)."""
+    stride = stride or size
+    out = []
+    for x in images:
+        p = x.unfold(1, size, stride).unfold(2, size, stride)  # (3, nh, nw, size, size)
+        out.append(p.permute(1, 2, 0, 3, 4).reshape(-1, 3, size, size))
+    return torch.cat(out)
+
+
+@dataclass(frozen=True)
+class PatchData:
+    """Training patches (HR) and held-out full images."""
+
+    train: torch.Tensor
+    """(N, 3, size, size) high-resolution training patches."""
+    test: dict[str, torch.Tensor]
+    """Held-out name -> (3, H, W), cropped to a multiple of 4."""
+
+
+def load_data(size: int = 32, flat_std: float = 0.02) -> PatchData:
+    """Patches of the training images, dropping near-constant ones (std < ``flat_std``: blank
+    background teaches nothing), and the held-out images."""
+    train = patches([crop_to(load_image(n), size) for n in TRAIN], size)
+    keep = train.flatten(1).std(1) >= flat_std
+    test = {n: crop_to(load_image(n), 4) for n in HELD_OUT}
+    return PatchData(train[keep], test)
+
+
+def luma(x: torch.Tensor) -> np.ndarray:
+    """BT.601 luma in [16, 235] of an RGB image (3, H, W) in [0, 1], as skimage computes it."""
+    from skimage.color import rgb2ycbcr
+
+    return rgb2ycbcr(x.permute(1, 2, 0).double().numpy())[..., 0]
+
+
+def psnr_ssim(sr: torch.Tensor, hr: torch.Tensor, scale: int) -> tuple[float, float]:
+    """PSNR and SSIM on luma with ``scale`` pixels shaved from each border (8-bit rounded SR)."""
+    from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+
+    if sr.shape != hr.shape:
+        raise ValueError(f"sr and hr differ in shape: {tuple(sr.shape)} vs {tuple(hr.shape)}")
+    sr = (sr.clamp(0, 1) * 255).round() / 255
+    a, b = luma(hr)[scale:-scale, scale:-scale], luma(sr)[scale:-scale, scale:-scale]
+    return (float(peak_signal_noise_ratio(a, b, data_range=255)),
+            float(structural_similarity(a, b, data_range=255)))  # fmt: skip

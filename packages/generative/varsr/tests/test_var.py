@@ -1,0 +1,99 @@
+import math
+
+import pytest
+import torch
+
+from icml26.varsr.data import downsample
+from icml26.varsr.tokenizer import MultiScaleRQ, TokenizerConfig, prefix_agreement
+from icml26.varsr.var import VARConfig, VARTransformer, block_causal_mask, dpo_loss
+
+TINY = TokenizerConfig(channels=16, latent=8, codebook=32)
+
+
+@pytest.fixture
+def tok():
+    torch.manual_seed(0)
+    t = MultiScaleRQ(TINY)
+    t(torch.rand(4, 3, 32, 32))  # k-means initialisation
+    return t.eval()
+
+
+def test_block_causal_mask_sees_exactly_the_scales_up_to_its_own():
+    scales = (1, 2, 3)
+    m = block_causal_mask(scales)
+    level = [0] + [1] * 4 + [2] * 9
+    for i in range(14):
+        for j in range(14):
+            assert bool(m[i, j]) == (level[j] <= level[i])
+
+
+def test_rq_bookkeeping_sum_of_decoded_residuals_is_f_hat(tok):
+    x = torch.rand(3, 3, 32, 32)
+    with torch.no_grad():
+        q = tok.quantize(tok.encoder(x * 2 - 1))
+        assert [i.shape[-1] for i in q.indices] == [1, 2, 4, 8]
+        torch.testing.assert_close(tok.f_hat_from(q.indices, side=8), q.f_hat, atol=1e-5, rtol=1e-5)
+        for side, fp in q.prefixes.items():  # prefix sums are the first scales at their side
+            n = [i.shape[-1] for i in q.indices].index(side) + 1
+            torch.testing.assert_close(tok.f_hat_from(q.indices[:n]), fp, atol=1e-5, rtol=1e-5)
+    assert tok.decode(q.indices[:2]).shape == (3, 3, 8, 8)
+    assert tok.decode(q.indices).shape == (3, 3, 32, 32)
+
+
+def test_prefix_agreement_is_a_rate(tok):
+    r = prefix_agreement(tok, torch.rand(2, 3, 32, 32), 2)
+    assert 0.0 <= r <= 1.0
+
+
+def test_dpo_loss_is_log2_at_the_reference_and_its_gradient_raises_the_chosen():
+    z = torch.zeros(5)
+    assert float(dpo_loss(z, z, z, z)) == pytest.approx(math.log(2))
+    chosen = torch.zeros(5, requires_grad=True)
+    dpo_loss(chosen, torch.zeros(5), torch.zeros(5), torch.zeros(5)).backward()
+    assert (chosen.grad < 0).all()  # descending the loss raises log pi(chosen)
+    with pytest.raises(ValueError):
+        dpo_loss(z, z, z, z, beta=0)
+
+
+def test_kv_cached_generation_equals_the_uncached_forward(tok):
+    torch.manual_seed(1)
+    var = VARTransformer(tok, VARConfig(d_model=32, n_layer=2, n_head=2)).eval()
+    lr = downsample(torch.rand(2, 3, 32, 32), 4)
+    out = var.generate(lr, return_scales=True)
+    assert out[4].shape == (2, 3, 32, 32) and out[2].shape == (2, 3, 16, 16)
+    assert out[1].shape == (2, 3, 8, 8)
+    # replay: the generated tokens are the argmax of the teacher-forced forward on themselves
+    given = tok.encode(lr)[:2]
+    idx = list(given)
+    for s in (4, 8):
+        logits = var(idx + [torch.zeros(2, s, s, dtype=torch.long)] +
+                     [torch.zeros(2, t, t, dtype=torch.long) for t in (4, 8) if t > s], lr)  # fmt: skip
+        start = sum(t * t for t in (1, 2, 4, 8) if t < s)
+        idx.append(logits[:, start : start + s * s].argmax(-1).view(2, s, s))
+    torch.testing.assert_close(tok.decode(idx), out[4])
+
+
+def test_logprob_and_loss_cover_only_the_predicted_scales(tok):
+    var = VARTransformer(tok, VARConfig(d_model=32, n_layer=1, n_head=2))
+    x = torch.rand(2, 3, 32, 32)
+    idx = tok.encode(x)
+    lr = downsample(x, 4)
+    lp = var.logprob(idx, lr)
+    assert lp.shape == (2,) and (lp < 0).all()
+    loss = var.loss(idx, lr)
+    assert loss > 0
+    assert float(-lp.sum()) / (2 * (16 + 64)) == pytest.approx(float(loss), rel=1e-4)
+
+
+def test_bad_inputs(tok):
+    with pytest.raises(ValueError, match="scales"):
+        TokenizerConfig(scales=(1, 3, 5)).check()
+    with pytest.raises(TypeError, match="floating point"):
+        tok.encode(torch.zeros(1, 3, 32, 32, dtype=torch.uint8))
+    with pytest.raises(ValueError, match=r"\(B, 3, H, W\)"):
+        tok.encode(torch.rand(1, 1, 32, 32))
+    with pytest.raises(ValueError, match="divisible by 4"):
+        tok.encode(torch.rand(1, 3, 30, 30))
+    var = VARTransformer(tok, VARConfig(d_model=32, n_layer=1, n_head=2))
+    with pytest.raises(ValueError, match="lr must be 8 x 8"):
+        var.generate(torch.rand(1, 3, 16, 16))
