@@ -66,8 +66,8 @@ def test_kv_cached_generation_equals_the_uncached_forward(tok):
     given = tok.encode(lr)[:2]
     idx = list(given)
     for s in (4, 8):
-        logits = var(idx + [torch.zeros(2, s, s, dtype=torch.long)] +
-                     [torch.zeros(2, t, t, dtype=torch.long) for t in (4, 8) if t > s], lr)  # fmt: skip
+        later = [torch.zeros(2, t, t, dtype=torch.long) for t in (4, 8) if t >= s]
+        logits = var(idx + later, lr)
         start = sum(t * t for t in (1, 2, 4, 8) if t < s)
         idx.append(logits[:, start : start + s * s].argmax(-1).view(2, s, s))
     torch.testing.assert_close(tok.decode(idx), out[4])
@@ -97,3 +97,48 @@ def test_bad_inputs(tok):
     var = VARTransformer(tok, VARConfig(d_model=32, n_layer=1, n_head=2))
     with pytest.raises(ValueError, match="lr must be 8 x 8"):
         var.generate(torch.rand(1, 3, 16, 16))
+
+
+def test_fit_resumes_exactly_and_trains_every_model(tmp_path):
+    from icml26.varsr.baselines import ESPCN
+    from icml26.varsr.train import (
+        FitConfig,
+        espcn_objective,
+        fit,
+        tokenizer_objective,
+        var_objective,
+    )
+
+    torch.manual_seed(0)
+    data = torch.rand(16, 3, 32, 32)
+    tok = MultiScaleRQ(TINY)
+    loss_fn, hook = tokenizer_objective(tok, restart_every=2)
+    logs = fit(tok, data, loss_fn, FitConfig(steps=3, batch=4), hook=hook)
+    assert len(logs) == 3 and {"reconstruction", "vq", "prefix", "loss"} <= set(logs[0])
+    tok.eval()
+    var = VARTransformer(tok, VARConfig(d_model=32, n_layer=1, n_head=2))
+    fit(var, data, var_objective(var), FitConfig(steps=2, batch=4))
+    logs = fit(var, data, var_objective(var, dpo_weight=0.5), FitConfig(steps=2, batch=4))
+    assert logs[0]["dpo"] == pytest.approx(math.log(2), abs=1e-4)  # policy == reference at start
+    # resume: 2 + 2 steps equal 4 straight steps
+    torch.manual_seed(1)
+    a, b = ESPCN(channels=8), None
+    b = copy_of(a)
+    fit(a, data, espcn_objective(a), FitConfig(steps=4, batch=4, lr=1e-2), tmp_path / "a")
+    fit(b, data, espcn_objective(b), FitConfig(steps=2, batch=4, lr=1e-2), tmp_path / "b")
+    fit(
+        b,
+        data,
+        espcn_objective(b),
+        FitConfig(steps=4, batch=4, lr=1e-2),
+        tmp_path / "b",
+        resume=True,
+    )
+    for k, v in a.state_dict().items():
+        torch.testing.assert_close(b.state_dict()[k], v, rtol=0, atol=0)
+
+
+def copy_of(m):
+    import copy
+
+    return copy.deepcopy(m)

@@ -62,7 +62,8 @@ class ResBlock(nn.Module):
     def __init__(self, c: int):
         super().__init__()
         self.body = nn.Sequential(nn.GroupNorm(8, c), nn.SiLU(), nn.Conv2d(c, c, 3, padding=1),
-                                  nn.GroupNorm(8, c), nn.SiLU(), nn.Conv2d(c, c, 3, padding=1))  # fmt: skip
+                                  nn.GroupNorm(8, c), nn.SiLU(),
+                                  nn.Conv2d(c, c, 3, padding=1))  # fmt: skip
 
     def forward(self, x):
         return x + self.body(x)
@@ -116,8 +117,10 @@ class MultiScaleRQ(nn.Module):
     def scales_for(self, side: int) -> tuple[int, ...]:
         """The scales of a feature map of ``side`` (the configured ones up to it)."""
         if side not in self.cfg.scales:
-            raise ValueError(f"feature side {side} is not one of the scales {self.cfg.scales}: "
-                             f"images must be {4 * self.cfg.scales[-1]} px, or a /2, /4 of it")  # fmt: skip
+            raise ValueError(
+                f"feature side {side} is not one of the scales {self.cfg.scales}: "
+                f"images must be {4 * self.cfg.scales[-1]} px, or /2, /4 of it"
+            )
         return tuple(s for s in self.cfg.scales if s <= side)
 
     def refine(self, e: torch.Tensor) -> torch.Tensor:

@@ -148,7 +148,8 @@ class VARTransformer(nn.Module):
 
     @torch.no_grad()
     def generate(self, lr: torch.Tensor, temperature: float = 0.0, top_k: int = 0,
-                 generator: torch.Generator | None = None, return_scales: bool = False):  # fmt: skip
+                 generator: torch.Generator | None = None,
+                 return_scales: bool = False):  # fmt: skip
         """Super-resolve LR images (B, 3, h, h) by 4 in one pass over the scales (KV cache).
 
         The first ``given_scales`` scales are the LR image's own tokens; temperature 0 is

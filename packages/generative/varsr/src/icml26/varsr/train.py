@@ -1,0 +1,191 @@
+"""Trainers for the three models (tokenizer, VAR transformer with optional DPO, ESPCN).
+
+One loop (:func:`fit`) serves all three: Adam on random patch batches, a tqdm bar, safetensors
+checkpoints of the model and optimizer with the step and random state in JSON (written to a
+temporary folder and renamed), exact resume, and data parallelism under torchrun (each rank
+draws its own batches and the gradients are averaged with ``all_reduce``; the objectives call
+model methods other than ``forward``, which DistributedDataParallel's hooks would not see; gloo
+on CPU, NCCL on GPUs).
+
+- ``tokenizer``: reconstruction + VQ (+ the HIT prefix and consistency terms, or plain RQ with
+  ``hit=False``), dead codes restarted every ``restart_every`` steps.
+- ``var``: cross-entropy of the HR image's tokens given the LR image (stage 1); with
+  ``dpo_weight`` > 0, stage 2 adds lambda * DPO against the frozen stage-1 model, the chosen
+  answer the HR tokens and the rejected one the tokens of the bicubic-upsampled LR image.
+- ``espcn``: MSE of the super-resolved patch.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from icml26.varsr.data import bicubic_up, downsample
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    """One training run."""
+
+    steps: int = 1000
+    batch: int = 32
+    lr: float = 1e-3
+    seed: int = 0
+    save_every: int = 0
+    """Checkpoint every this many steps (0: at the end only, when a folder is given)."""
+
+    def check(self) -> None:
+        if self.steps < 0 or self.batch < 1 or not self.lr > 0 or self.save_every < 0:
+            raise ValueError("steps >= 0, batch >= 1, lr > 0 and save_every >= 0 needed")
+
+
+def _rank_world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def fit(model: torch.nn.Module, data: torch.Tensor, loss_fn: Callable[[torch.Tensor], dict],
+        cfg: FitConfig, checkpoint: str | os.PathLike | None = None, resume: bool = False,
+        progress: bool = False, desc: str = "train",
+        hook: Callable[[int, torch.Tensor], None] | None = None) -> list[dict]:  # fmt: skip
+    """Train ``model`` on random batches of ``data`` (N, ...) with ``loss_fn(batch) -> {"loss":
+    tensor, ...}``; ``hook(step, batch)`` runs after each step (dead-code restarts). Returns the
+    per-step logs (floats)."""
+    cfg.check()
+    if len(data) == 0:
+        raise ValueError("data is empty")
+    rank, world = _rank_world()
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
+    gen = torch.Generator().manual_seed(cfg.seed * 1_000 + rank)
+    logs: list[dict] = []
+    start = 0
+    ckpt = Path(checkpoint) if checkpoint is not None else None
+    if resume:
+        if ckpt is None or not (ckpt / "state.json").is_file():
+            raise ValueError(f"resume needs a checkpoint folder with state.json, got {ckpt}")
+        start, logs = _load(ckpt, model, opt, gen, rank)
+    bar = tqdm(range(start, cfg.steps), desc=desc, disable=not progress or rank, leave=False,
+               initial=start, total=cfg.steps)  # fmt: skip
+    for step in bar:
+        idx = torch.randint(len(data), (cfg.batch,), generator=gen)
+        batch = data[idx].to(next(model.parameters()).device)
+        out = loss_fn(batch)
+        opt.zero_grad(set_to_none=True)
+        out["loss"].backward()
+        if world > 1:  # the objectives call methods besides forward, so average by hand
+            for p in model.parameters():
+                if p.grad is not None:
+                    dist.all_reduce(p.grad)
+                    p.grad /= world
+        opt.step()
+        logs.append(
+            {k: float(v.detach()) if torch.is_tensor(v) else float(v) for k, v in out.items()}
+        )
+        bar.set_postfix(loss=f"{logs[-1]['loss']:.4f}")
+        if hook is not None:
+            hook(step, batch)
+        if ckpt is not None and cfg.save_every and (step + 1) % cfg.save_every == 0:
+            _save(ckpt, model, opt, gen, step + 1, logs, rank, cfg)
+    if ckpt is not None:
+        _save(ckpt, model, opt, gen, cfg.steps, logs, rank, cfg)
+    return logs
+
+
+def _save(ckpt: Path, model, opt, gen, step, logs, rank, cfg) -> None:
+    from safetensors.torch import save_file
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+    if rank != 0:
+        return
+    tmp = ckpt.with_name(ckpt.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
+              tmp / "model.safetensors")  # fmt: skip
+    tensors = {}
+    params = [p for p in model.parameters() if p.requires_grad]
+    for i, p in enumerate(params):
+        for k, v in opt.state.get(p, {}).items():
+            tensors[f"{i}.{k}"] = torch.as_tensor(v).detach().cpu().float().reshape(-1).contiguous()
+    save_file(tensors, tmp / "optimizer.safetensors")
+    (tmp / "state.json").write_text(
+        json.dumps(
+            {"step": step, "config": asdict(cfg), "logs": logs, "rng": gen.get_state().tolist()}
+        )
+    )
+    shutil.rmtree(ckpt, ignore_errors=True)
+    os.replace(tmp, ckpt)
+
+
+def _load(ckpt: Path, model, opt, gen, rank) -> tuple[int, list[dict]]:
+    from safetensors.torch import load_file
+
+    state = json.loads((ckpt / "state.json").read_text())
+    model.load_state_dict(load_file(ckpt / "model.safetensors"))
+    tensors = load_file(ckpt / "optimizer.safetensors")
+    params = [p for p in model.parameters() if p.requires_grad]
+    for i, p in enumerate(params):
+        if f"{i}.exp_avg" in tensors:
+            opt.state[p] = {"exp_avg": tensors[f"{i}.exp_avg"].view_as(p).to(p.device),
+                            "exp_avg_sq": tensors[f"{i}.exp_avg_sq"].view_as(p).to(p.device),
+                            "step": tensors[f"{i}.step"].reshape(())}  # fmt: skip
+    gen.set_state(torch.tensor(state["rng"], dtype=torch.uint8))
+    return int(state["step"]), state["logs"]
+
+
+# -- the three objectives ----------------------------------------------------------------------
+def tokenizer_objective(tok, hit: bool = True, restart_every: int = 100):
+    """(loss_fn, hook) for :func:`fit` on a :class:`MultiScaleRQ`."""
+
+    def loss_fn(batch):
+        return tok(batch, hit=hit)
+
+    def hook(step, batch):
+        if restart_every and (step + 1) % restart_every == 0:
+            with torch.no_grad():
+                tok.restart_dead_codes(tok.encoder(batch * 2 - 1))
+
+    return loss_fn, hook
+
+
+def var_objective(var, dpo_weight: float = 0.0, beta: float = 0.1):
+    """loss_fn for :func:`fit` on a :class:`VARTransformer`: CE (+ ``dpo_weight`` x DPO against
+    a frozen copy of ``var`` as it is when this is called)."""
+    from icml26.varsr.var import dpo_loss
+
+    tok = var.tok
+    ref = copy.deepcopy(var).eval().requires_grad_(False) if dpo_weight > 0 else None
+
+    def loss_fn(hr):
+        lr = downsample(hr, 4)
+        chosen = tok.encode(hr)
+        out = {"ce": var.loss(chosen, lr)}
+        if ref is not None:
+            rejected = tok.encode(bicubic_up(lr, 4))
+            with torch.no_grad():
+                ref_w, ref_l = ref.logprob(chosen, lr), ref.logprob(rejected, lr)
+            out["dpo"] = dpo_loss(var.logprob(chosen, lr), var.logprob(rejected, lr), ref_w,
+                                  ref_l, beta)  # fmt: skip
+        out["loss"] = out["ce"] + dpo_weight * out.get("dpo", 0.0)
+        return out
+
+    return loss_fn
+
+
+def espcn_objective(model):
+    def loss_fn(hr):
+        return {"loss": F.mse_loss(model(downsample(hr, model.scale)), hr)}
+
+    return loss_fn
