@@ -14,7 +14,7 @@ from icml26.varsr.data import check_image
 
 
 def _tiles(x: torch.Tensor, t: int) -> tuple[torch.Tensor, tuple[int, int]]:
-    B, C, H, W = x.shape
+    C, H, W = x.shape[1:]
     ph, pw = (-H) % t, (-W) % t
     x = F.pad(x, (0, pw, 0, ph), mode="replicate")
     nh, nw = x.shape[-2] // t, x.shape[-1] // t
