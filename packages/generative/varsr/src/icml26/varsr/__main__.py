@@ -1,0 +1,3 @@
+from icml26.varsr.cli import main
+
+raise SystemExit(main())
