@@ -76,7 +76,8 @@ def claims() -> dict[str, str]:
     """The paper's claims, one verdict row each."""
     return {
         "vs_bicubic": "VAR-SR with HIT and DPO super-resolves x4 with higher PSNR than bicubic",
-        "vs_regression": "... and higher PSNR than a regression CNN trained on the same data (ESPCN)",
+        "vs_regression": "VAR-SR with HIT and DPO super-resolves x4 with higher PSNR than a "
+        "regression CNN trained on the same data (ESPCN)",
         "hit": "hierarchical tokenization (HIT) improves x4 PSNR over plain multi-scale RQ",
         "dpo": "DPO regularisation improves x4 PSNR over lambda = 0 at the same steps",
         "one_pass_x2": "the x2 image from the same pass is closer to the downsampled ground truth "
@@ -102,7 +103,8 @@ def _compare(raw: dict, a: str, b: str, metric: str, unit: str = "dB") -> tuple[
         return "untestable here", f"{a} or {b} has no {metric}"
     m, lo, hi = paired_interval([ra[s] - rb[s] for s in seeds])
     text = (f"{metric}: {a} {sum(ra[s] for s in seeds) / len(seeds):.2f} vs {b} "
-            f"{sum(rb[s] for s in seeds) / len(seeds):.2f} {unit}; difference {m:+.2f}")  # fmt: skip
+            f"{sum(rb[s] for s in seeds) / len(seeds):.2f} {unit}; "
+            f"difference {m:+.2f}")  # fmt: skip
     if lo is None:
         return "untestable here", text + " (one seed: no interval)"
     text += f", 95% CI [{lo:+.2f}, {hi:+.2f}] over {len(seeds)} seeds"
@@ -187,9 +189,10 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
             bar.update()
         probe = train[:256]
         tok_stats = {name: {
-            "reconstruction_psnr": float(-10 * torch.log10(((t.decode(t.encode(probe)) - probe) ** 2).mean())),
+            "reconstruction_psnr": _psnr(t.decode(t.encode(probe)), probe),
             "prefix_agreement_x2": prefix_agreement(t, probe, 2),
-            "prefix_agreement_x4": prefix_agreement(t, probe, 4)} for name, t in toks.items()}  # fmt: skip
+            "prefix_agreement_x4": prefix_agreement(t, probe, 4),
+        } for name, t in toks.items()}  # fmt: skip
         var_rq = VARTransformer(toks["RQ"], VARConfig(given_scales=0)).to(device)
         fit(var_rq, train, var_objective(var_rq), fitc(cfg.var_steps + cfg.dpo_steps, seed))
         bar.update()
@@ -204,13 +207,18 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
         espcn = ESPCN().to(device)
         fit(espcn, train, espcn_objective(espcn), fitc(cfg.var_steps + cfg.dpo_steps, seed))
         bar.update()
-        for arm, model in (("bicubic", "bicubic"), ("ESPCN", espcn.eval()), ("VAR-RQ", var_rq.eval()),
-                           ("VAR-HIT", var_hit.eval()), ("VAR-HIT+DPO", var_dpo.eval())):  # fmt: skip
+        arms = (("bicubic", "bicubic"), ("ESPCN", espcn.eval()), ("VAR-RQ", var_rq.eval()),
+                ("VAR-HIT", var_hit.eval()), ("VAR-HIT+DPO", var_dpo.eval()))  # fmt: skip
+        for arm, model in arms:
             evaluate(arm, seed, model, {"tokenizer": tok_stats["RQ" if arm == "VAR-RQ" else "HIT"]}
                      if arm.startswith("VAR") else None)  # fmt: skip
         bar.update(2)
     bar.close()
     return {"runs": runs, "device": device, "test_images": list(test)}
+
+
+def _psnr(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float(-10 * torch.log10(((a - b) ** 2).mean()))
 
 
 def summary_table(raw: dict) -> dict[str, dict[str, float]]:
@@ -219,8 +227,8 @@ def summary_table(raw: dict) -> dict[str, dict[str, float]]:
         rows = [r for r in raw["runs"] if r["arm"] == arm]
         if not rows:
             continue
-        out[arm] = {k: sum(r[k] for r in rows) / len(rows)
-                    for k in ("psnr_x4", "ssim_x4", "psnr_x2", "consistency_x2") if k in rows[0]}  # fmt: skip
+        keys = [k for k in ("psnr_x4", "ssim_x4", "psnr_x2", "consistency_x2") if k in rows[0]]
+        out[arm] = {k: sum(r[k] for r in rows) / len(rows) for k in keys}
     return out
 
 
@@ -252,7 +260,7 @@ def run_demo(cfg: DemoConfig) -> dict:
         "config": {
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
             "command": demo_command("icml26-varsr", cfg),
-        },  # fmt: skip
+        },
         "seed": 0,
         "device": raw["device"],
         "torch": torch.__version__,
