@@ -149,12 +149,13 @@ class VARTransformer(nn.Module):
     @torch.no_grad()
     def generate(self, lr: torch.Tensor, temperature: float = 0.0, top_k: int = 0,
                  generator: torch.Generator | None = None,
-                 return_scales: bool = False):  # fmt: skip
+                 return_scales: bool = False, stop_at: int | None = None):  # fmt: skip
         """Super-resolve LR images (B, 3, h, h) by 4 in one pass over the scales (KV cache).
 
         The first ``given_scales`` scales are the LR image's own tokens; temperature 0 is
         greedy. Returns the x4 image (B, 3, 4h, 4h), or with ``return_scales`` a dict
-        {1: x1 decode of the given prefix, 2: x2 image, 4: x4 image}."""
+        {1: x1 decode of the given prefix, 2: x2 image, 4: x4 image}. ``stop_at`` (a scale side)
+        ends generation after that scale (what a model of that output size would run)."""
         from icml26.varsr.data import check_image
 
         lr = check_image(lr, "lr")
@@ -179,6 +180,8 @@ class VARTransformer(nn.Module):
                 logits = self.head(self.ln(x)).float()
                 idx = _pick(logits, temperature, top_k, generator).view(-1, s, s)
             indices.append(idx)
+            if stop_at is not None and s >= stop_at:
+                return self.tok.decode(indices)
             f_hat = self.tok.f_hat_from(indices, side=side)
         out = self.tok.decode(indices)
         if not return_scales:

@@ -1,0 +1,69 @@
+"""``icml26-varsr bench``: one pass for x2 and x4 against one pass per scale.
+
+A HIT model's single generation pass yields the x2 image (its prefix decode) and the x4 image.
+Without the hierarchy, each output scale needs its own run: the baseline runs the x2 part of the
+generation (scales up to the x2 side) and the full x4 generation separately, as two single-scale
+models would. Tiles per second of both, in one process, and their ratio."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Timing of one-pass multi-scale generation vs one pass per scale."""
+
+    tiles: int = 256
+    """LR tiles (8 x 8) per call."""
+    repeats: int = 5
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N."""
+
+    def check(self) -> None:
+        if self.tiles < 1 or self.repeats < 1:
+            raise ValueError("--tiles and --repeats must be >= 1")
+
+
+def _time(fn, repeats: int, device: str) -> float:
+    fn()  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def run_bench(cfg: BenchConfig) -> dict:
+    from icml26.varsr._results import resolve_device
+    from icml26.varsr.tokenizer import MultiScaleRQ, TokenizerConfig
+    from icml26.varsr.var import VARConfig, VARTransformer
+
+    cfg.check()
+    device = resolve_device(cfg.device)
+    if device == "cpu":
+        torch.set_num_threads(1)
+    torch.manual_seed(0)
+    tok = MultiScaleRQ(TokenizerConfig(channels=32, latent=16, codebook=256)).to(device)
+    tok(torch.rand(8, 3, 32, 32, device=device))
+    tok.eval()
+    var = VARTransformer(tok, VARConfig()).to(device).eval()
+    lr = torch.rand(cfg.tiles, 3, 8, 8, device=device)
+    one = _time(lambda: var.generate(lr, return_scales=True), cfg.repeats, device)
+    x2_only = _time(lambda: var.generate(lr, return_scales=True, stop_at=4), cfg.repeats, device)
+    x4_only = _time(lambda: var.generate(lr), cfg.repeats, device)
+    report = {"device": device, "tiles": cfg.tiles,
+              "one_pass_tiles_per_s": cfg.tiles / one,
+              "per_scale_tiles_per_s": cfg.tiles / (x2_only + x4_only),
+              "speedup_one_pass_vs_per_scale": (x2_only + x4_only) / one}  # fmt: skip
+    print(json.dumps(report, indent=2))
+    return report
