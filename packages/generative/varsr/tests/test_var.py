@@ -160,3 +160,26 @@ def test_upscale_tiles_and_stitches_like_the_whole_image():
     with pytest.raises(ValueError, match="needs a VAR model"):
         upscale(Nearest(), lr, return_scales=True)
     assert bicubic_up(lr, 4).shape == out.shape
+
+
+def _fit_on_rank(steps: int):
+    import torch.distributed as dist
+
+    from icml26.varsr.baselines import ESPCN
+    from icml26.varsr.train import FitConfig, espcn_objective, fit
+
+    torch.manual_seed(0)
+    model = ESPCN(channels=8)
+    data = torch.rand(8, 3, 32, 32)
+    logs = fit(model, data, espcn_objective(model), FitConfig(steps=steps, batch=2))
+    return dist.get_rank(), model.state_dict(), logs
+
+
+@pytest.mark.distributed
+def test_two_ranks_average_gradients_and_stay_equal():
+    from icml26.testing import run_distributed
+
+    (r0, w0, l0), (r1, w1, l1) = run_distributed(_fit_on_rank, 2, world_size=2)
+    assert {r0, r1} == {0, 1} and l0[0]["loss"] != l1[0]["loss"]  # each rank its own batches
+    for k, v in w0.items():
+        torch.testing.assert_close(w1[k], v, rtol=0, atol=0, msg=k)
