@@ -43,6 +43,7 @@ def test_every_expected_member_is_there():
         "icml26-lipopu",
         "icml26-fidia",
         "icml26-lrpo",
+        "icml26-varsr",
     } <= names
 
 

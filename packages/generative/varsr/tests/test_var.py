@@ -7,7 +7,8 @@ from icml26.varsr.data import downsample
 from icml26.varsr.tokenizer import MultiScaleRQ, TokenizerConfig, prefix_agreement
 from icml26.varsr.var import VARConfig, VARTransformer, block_causal_mask, dpo_loss
 
-TINY = TokenizerConfig(channels=16, latent=8, codebook=32)
+# stride 4 keeps the toy models fast: 32 x 32 images, token maps up to 8 x 8, 8 x 8 LR inputs
+TINY = TokenizerConfig(channels=16, latent=8, codebook=32, down=4, scales=(1, 2, 4, 8))
 
 
 @pytest.fixture
@@ -40,9 +41,39 @@ def test_rq_bookkeeping_sum_of_decoded_residuals_is_f_hat(tok):
     assert tok.decode(q.indices).shape == (3, 3, 32, 32)
 
 
-def test_prefix_agreement_is_a_rate(tok):
-    r = prefix_agreement(tok, torch.rand(2, 3, 32, 32), 2)
-    assert 0.0 <= r <= 1.0
+def test_default_tokenizer_has_stride_2_and_the_lr_tokens_as_its_first_scales():
+    torch.manual_seed(0)
+    t = MultiScaleRQ(TokenizerConfig(channels=16, latent=8, codebook=32))
+    t(torch.rand(2, 3, 32, 32))
+    t.eval()
+    idx = t.encode(torch.rand(2, 3, 32, 32))
+    assert [i.shape[-1] for i in idx] == [1, 2, 4, 8, 16]
+    assert t.decode(idx[:3]).shape == (2, 3, 8, 8)  # the x4 prefix is an 8 x 8 image
+    var = VARTransformer(t, VARConfig(d_model=32, n_layer=1, n_head=2)).eval()
+    assert var.given_scales == 3 and var.lr_side == 8
+    out = var.generate(torch.rand(2, 3, 8, 8), return_scales=True)
+    assert out[4].shape == (2, 3, 32, 32) and out[2].shape == (2, 3, 16, 16)
+    with pytest.raises(ValueError, match="power of 2"):
+        TokenizerConfig(down=3).check()
+
+
+def test_hit_prefix_property_measured_on_trained_toy_tokenizers():
+    """Tokens of down(x) agree with the prefix of x's tokens far above chance after HIT
+    training, and more than without the HIT terms (same steps, same data)."""
+    from icml26.varsr.data import load_data
+    from icml26.varsr.train import FitConfig, fit, tokenizer_objective
+
+    data = load_data().train
+    rates = {}
+    for hit in (True, False):
+        torch.manual_seed(0)
+        t = MultiScaleRQ(TINY)
+        loss_fn, hook = tokenizer_objective(t, hit=hit)
+        fit(t, data, loss_fn, FitConfig(steps=150, batch=16, lr=2e-3), hook=hook)
+        rates[hit] = prefix_agreement(t.eval(), data[:128], 2)
+    assert 0.0 <= rates[False] <= 1.0
+    assert rates[True] > 0.25, rates  # chance is about 1/32
+    assert rates[True] > rates[False], rates
 
 
 def test_dpo_loss_is_log2_at_the_reference_and_its_gradient_raises_the_chosen():
@@ -82,7 +113,7 @@ def test_logprob_and_loss_cover_only_the_predicted_scales(tok):
     assert lp.shape == (2,) and (lp < 0).all()
     loss = var.loss(idx, lr)
     assert loss > 0
-    assert float(-lp.sum()) / (2 * (16 + 64)) == pytest.approx(float(loss), rel=1e-4)
+    assert float(-lp.detach().sum()) / (2 * (16 + 64)) == pytest.approx(float(loss), rel=1e-4)
 
 
 def test_bad_inputs(tok):
@@ -92,7 +123,7 @@ def test_bad_inputs(tok):
         tok.encode(torch.zeros(1, 3, 32, 32, dtype=torch.uint8))
     with pytest.raises(ValueError, match=r"\(B, 3, H, W\)"):
         tok.encode(torch.rand(1, 1, 32, 32))
-    with pytest.raises(ValueError, match="divisible by 4"):
+    with pytest.raises(ValueError, match="divisible by 4"):  # the encoder's stride
         tok.encode(torch.rand(1, 3, 30, 30))
     var = VARTransformer(tok, VARConfig(d_model=32, n_layer=1, n_head=2))
     with pytest.raises(ValueError, match="lr must be 8 x 8"):
@@ -183,3 +214,49 @@ def test_two_ranks_average_gradients_and_stay_equal():
     assert {r0, r1} == {0, 1} and l0[0]["loss"] != l1[0]["loss"]  # each rank its own batches
     for k, v in w0.items():
         torch.testing.assert_close(w1[k], v, rtol=0, atol=0, msg=k)
+
+
+def test_pretrained_round_trip_gives_the_same_images(tok, tmp_path):
+    from icml26.varsr.pretrained import load_pretrained, save_pretrained
+
+    torch.manual_seed(2)
+    var = VARTransformer(tok, VARConfig(d_model=32, n_layer=1, n_head=2)).eval()
+    lr = torch.rand(3, 3, 8, 8)
+    before = var.generate(lr, return_scales=True)
+    save_pretrained(var, tmp_path / "m")
+    save_pretrained(var, tmp_path / "m")  # overwriting a saved model is fine
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+    again = load_pretrained(tmp_path / "m").generate(lr, return_scales=True)
+    for s in (1, 2, 4):
+        torch.testing.assert_close(again[s], before[s], rtol=0, atol=0)
+    with pytest.raises(FileNotFoundError, match=r"config\.json"):
+        load_pretrained(tmp_path)
+
+
+def test_cli_train_and_upscale_end_to_end(tmp_path):
+    import numpy as np
+    from skimage.io import imread, imsave
+
+    from icml26.varsr.cli import main
+
+    imgs = tmp_path / "imgs"
+    imgs.mkdir()
+    rng = np.random.default_rng(0)
+    imsave(imgs / "a.png", rng.integers(0, 255, (64, 64, 3), dtype=np.uint8))
+    imsave(imgs / "b.png", rng.integers(0, 255, (16, 16), dtype=np.uint8), check_contrast=False)
+    out = tmp_path / "run"
+    args = ["train", "--images", str(imgs), "--out", str(out), "--tokenizer-steps", "1",
+            "--var-steps", "1", "--dpo-steps", "1", "--batch", "2", "--device", "cpu"]  # fmt: skip
+    assert main(args) == 2  # b.png is smaller than a 32 x 32 patch
+    (imgs / "b.png").unlink()
+    assert main(args) == 0
+    assert main(args) == 2  # refuses to overwrite a run without --resume
+    assert main([*args, "--resume"]) == 0
+    src = tmp_path / "lr.png"
+    imsave(src, rng.integers(0, 255, (12, 20, 3), dtype=np.uint8))
+    assert main(["upscale", str(src), str(tmp_path / "sr.png"), "--model", str(out / "model"),
+                 "--x2", str(tmp_path / "sr2.png"), "--device", "cpu"]) == 0  # fmt: skip
+    assert imread(tmp_path / "sr.png").shape == (48, 80, 3)
+    assert imread(tmp_path / "sr2.png").shape == (24, 40, 3)
+    assert main(["upscale", str(tmp_path / "missing.png"), str(tmp_path / "x.png"),
+                 "--model", str(out / "model")]) == 2  # fmt: skip

@@ -19,7 +19,7 @@ class BenchConfig:
     """Timing of one-pass multi-scale generation vs one pass per scale."""
 
     tiles: int = 256
-    """LR tiles (8 x 8) per call."""
+    """LR tiles (8 x 8 with the default tokenizer) per call."""
     repeats: int = 5
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N."""
@@ -53,13 +53,14 @@ def run_bench(cfg: BenchConfig) -> dict:
     if device == "cpu":
         torch.set_num_threads(1)
     torch.manual_seed(0)
-    tok = MultiScaleRQ(TokenizerConfig(channels=32, latent=16, codebook=256)).to(device)
+    tok = MultiScaleRQ(TokenizerConfig()).to(device)
     tok(torch.rand(8, 3, 32, 32, device=device))
     tok.eval()
     var = VARTransformer(tok, VARConfig()).to(device).eval()
-    lr = torch.rand(cfg.tiles, 3, 8, 8, device=device)
+    lr = torch.rand(cfg.tiles, 3, var.lr_side, var.lr_side, device=device)
+    half = var.scales[-1] // 2  # the token side of the x2 output
     one = _time(lambda: var.generate(lr, return_scales=True), cfg.repeats, device)
-    x2_only = _time(lambda: var.generate(lr, return_scales=True, stop_at=4), cfg.repeats, device)
+    x2_only = _time(lambda: var.generate(lr, stop_at=half), cfg.repeats, device)
     x4_only = _time(lambda: var.generate(lr), cfg.repeats, device)
     report = {"device": device, "tiles": cfg.tiles,
               "one_pass_tiles_per_s": cfg.tiles / one,

@@ -5,7 +5,7 @@ Per seed, on 32 x 32 patches of the training images (x4: 8 x 8 LR inputs):
 - VAR-RQ (all scales predicted), VAR-HIT (the LR image's own tokens given as the first scales),
   VAR-HIT+DPO (``dpo_steps`` more with CE + lambda DPO) and VAR-HIT trained the same extra steps
   with CE only (the lambda = 0 ablation at equal budget);
-- ESPCN with as many steps as a VAR model; bicubic.
+- ESPCN with as many steps as the method's whole pipeline (tokenizer + VAR + DPO); bicubic.
 Held-out images (astronaut, coffee, chelsea, camera, rocket), tiled: x4 PSNR / SSIM on Y; for the
 HIT models also the x2 image of the same pass against the x2-downsampled ground truth (bicubic
 from the LR image as its baseline), cross-scale consistency PSNR(down2(x4), x2), tokenizer
@@ -33,6 +33,8 @@ from icml26.varsr._results import (
     write_results,
 )
 
+GRID = 96
+"""Side of the held-out crop shown in the picture grid (HR pixels)."""
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 ARMS = ("bicubic", "ESPCN", "VAR-RQ", "VAR-HIT", "VAR-HIT+DPO")
 
@@ -42,9 +44,9 @@ class DemoConfig:
     """VAR-SR (HIT, DPO) vs bicubic and ESPCN on held-out natural images, x4 and x2."""
 
     seeds: int = 3
-    tokenizer_steps: int = 1500
-    var_steps: int = 1500
-    dpo_steps: int = 300
+    tokenizer_steps: int = 1200
+    var_steps: int = 800
+    dpo_steps: int = 150
     """Extra steps of VAR-HIT with CE + lambda DPO (and of the lambda = 0 ablation, CE only)."""
     dpo_weight: float = 0.5
     """lambda of the DPO term."""
@@ -149,15 +151,26 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
     # a smoke run scores one 128 x 128 crop of one held-out image
     test = ({k: v[:, :128, :128] for k, v in list(data.test.items())[:1]} if cfg.quick
             else data.test)  # fmt: skip
-    tcfg = TokenizerConfig(channels=32, latent=16, codebook=256)
+    tcfg = TokenizerConfig()
     runs: list[dict] = []
     bar = tqdm(total=cfg.seeds * 6, desc="varsr demo", disable=not progress)
 
     def fitc(steps, seed):
         return FitConfig(steps=steps, batch=cfg.batch, lr=cfg.lr, seed=seed)
 
+    grid: dict[str, torch.Tensor] = {}
+    name0 = next(iter(test))
+    grid_hr = test[name0][:, :GRID, :GRID]
+
     def evaluate(arm, seed, model, extra=None):
         psnr4, ssim4, psnr2, cons = [], [], [], []
+        if seed == 0:  # the picture grid: one crop of the first held-out image, seed 0's models
+            lr0 = downsample(grid_hr.to(device), 4)
+            if model == "bicubic":
+                grid["LR (nearest)"] = torch.nn.functional.interpolate(lr0, scale_factor=4)[0]
+                grid[arm] = bicubic_up(lr0, 4)[0]
+            else:
+                grid[arm] = upscale(model, lr0)[0]
         for hr in test.values():
             hr = hr.to(device)
             lr = downsample(hr, 4)
@@ -192,8 +205,12 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
         probe = train[:256]
         tok_stats = {name: {
             "reconstruction_psnr": _psnr(t.decode(t.encode(probe)), probe),
+            # the prefix decodes of the full image's tokens against the downsampled patch
+            **{f"prefix_psnr_x{f}": _psnr(_prefix_decode(t, probe, f), downsample(probe, f))
+               for f in (2, 4)},
             "prefix_agreement_x2": prefix_agreement(t, probe, 2),
             "prefix_agreement_x4": prefix_agreement(t, probe, 4),
+            "codebook_usage": codebook_usage(t, probe),
         } for name, t in toks.items()}  # fmt: skip
         var_rq = VARTransformer(toks["RQ"], VARConfig(given_scales=0)).to(device)
         fit(var_rq, train, var_objective(var_rq), fitc(cfg.var_steps + cfg.dpo_steps, seed))
@@ -207,7 +224,10 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
         fit(var_hit, train, var_objective(var_hit), fitc(cfg.dpo_steps, seed + 100))
         bar.update()
         espcn = ESPCN().to(device)
-        fit(espcn, train, espcn_objective(espcn), fitc(cfg.var_steps + cfg.dpo_steps, seed))
+        # a regression CNN is cheap: it gets every step of the method's pipeline (tokenizer,
+        # VAR and DPO stages), still a fraction of the method's compute
+        espcn_steps = cfg.tokenizer_steps + cfg.var_steps + cfg.dpo_steps
+        fit(espcn, train, espcn_objective(espcn), fitc(espcn_steps, seed))
         bar.update()
         arms = (("bicubic", "bicubic"), ("ESPCN", espcn.eval()), ("VAR-RQ", var_rq.eval()),
                 ("VAR-HIT", var_hit.eval()), ("VAR-HIT+DPO", var_dpo.eval()))  # fmt: skip
@@ -216,7 +236,47 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
                      if arm.startswith("VAR") else None)  # fmt: skip
         bar.update(2)
     bar.close()
-    return {"runs": runs, "device": device, "test_images": list(test)}
+    grid["HR"] = grid_hr
+    return {"runs": runs, "device": device, "test_images": list(test),
+            "grid": {k: v.cpu() for k, v in grid.items()}, "grid_image": name0}  # fmt: skip
+
+
+def picture_grid(images: dict[str, torch.Tensor], path: Path, name: str) -> None:
+    """One row of x4 outputs on the same held-out crop (pixels, not interpolated), saved to
+    ``path`` via a temporary file."""
+    import os
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    order = ["LR (nearest)", "bicubic", "ESPCN", "VAR-RQ", "VAR-HIT", "VAR-HIT+DPO", "HR"]
+    keys = [k for k in order if k in images]
+    fig, axes = plt.subplots(1, len(keys), figsize=(2.2 * len(keys), 2.5))
+    for ax, k in zip(axes, keys, strict=True):
+        ax.imshow(images[k].clamp(0, 1).permute(1, 2, 0).numpy(), interpolation="nearest")
+        ax.set_title(k, fontsize=9)
+        ax.axis("off")
+    fig.suptitle(f"x4 super-resolution of a held-out crop ({name}, seed 0)", fontsize=10)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.stem}.partial.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+@torch.no_grad()
+def codebook_usage(tok, x: torch.Tensor) -> dict[str, float]:
+    """Share of the codebook each scale uses on images ``x``: {"side": share}."""
+    return {str(i.shape[-1]): len(torch.unique(i)) / tok.cfg.codebook for i in tok.encode(x)}
+
+
+@torch.no_grad()
+def _prefix_decode(tok, x: torch.Tensor, factor: int) -> torch.Tensor:
+    idx = tok.encode(x)
+    side = idx[-1].shape[-1] // factor
+    return tok.decode([i for i in idx if i.shape[-1] <= side])
 
 
 def _psnr(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -270,6 +330,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     }
     out.mkdir(parents=True, exist_ok=True)
     write_results(out / "results.json", results)
+    picture_grid(raw["grid"], out / "grid.png", raw["grid_image"])
     print(f"\nicml26-varsr {results['version']}: {results['headline']}")
     for row in rows:
         print(f"- [{row['verdict']}] {row['claim']}\n    {row['evidence']}")

@@ -35,15 +35,19 @@ from icml26.varsr.data import check_image, downsample
 class TokenizerConfig:
     """Sizes of the tokenizer."""
 
-    channels: int = 64
+    channels: int = 48
     """Width of the convolutional encoder and decoder."""
-    latent: int = 32
+    latent: int = 16
     """Feature / code dimension C."""
-    codebook: int = 512
+    codebook: int = 1024
     """Codes shared by all scales."""
-    scales: tuple[int, ...] = (1, 2, 4, 8)
-    """Token-map sides for a 32 x 32 image (feature side 8): groups end at 2 (x4 down), 4 (x2
-    down) and 8."""
+    down: int = 2
+    """Encoder stride (a power of 2): a token map of side s stands for an image of side down * s.
+    2 keeps one code per 2 x 2 pixels at the finest scale; at 4 a 32 x 32 patch gets fewer bits
+    than its own 8 x 8 LR image holds, which caps reconstruction near 22 dB."""
+    scales: tuple[int, ...] = (1, 2, 4, 8, 16)
+    """Token-map sides for a 32 x 32 image (feature side 16 at ``down`` 2): groups end at 4 (the
+    x4-downsampled image), 8 (x2) and 16."""
     beta: float = 0.25
     """Commitment weight."""
 
@@ -54,6 +58,8 @@ class TokenizerConfig:
         if s[-1] % 4 or s[-1] // 4 not in s or s[-1] // 2 not in s:
             raise ValueError(f"scales must contain side/4 and side/2 of the last ({s[-1]}) for the "
                              f"x4 / x2 prefixes, got {s}")  # fmt: skip
+        if self.down < 1 or self.down & (self.down - 1):
+            raise ValueError(f"down must be a power of 2, got {self.down}")
         if min(self.channels, self.latent, self.codebook) < 1:
             raise ValueError("channels, latent and codebook must be >= 1")
 
@@ -95,18 +101,19 @@ class MultiScaleRQ(nn.Module):
         self.cfg = cfg = cfg or TokenizerConfig()
         cfg.check()
         c, z = cfg.channels, cfg.latent
+        n_down = cfg.down.bit_length() - 1
         self.encoder = nn.Sequential(
             nn.Conv2d(3, c, 3, padding=1), ResBlock(c),
-            nn.Conv2d(c, c, 4, stride=2, padding=1), ResBlock(c),
-            nn.Conv2d(c, c, 4, stride=2, padding=1), ResBlock(c),
+            *[m for _ in range(n_down)
+              for m in (nn.Conv2d(c, c, 4, stride=2, padding=1), ResBlock(c))],
             nn.GroupNorm(8, c), nn.SiLU(), nn.Conv2d(c, z, 1),
-        )  # fmt: skip  # (B, 3, 4h, 4h) -> (B, C, h, h)
+        )  # fmt: skip  # (B, 3, down*h, down*h) -> (B, C, h, h)
         self.decoder = nn.Sequential(
             nn.Conv2d(z, c, 3, padding=1), ResBlock(c),
-            nn.ConvTranspose2d(c, c, 4, stride=2, padding=1), ResBlock(c),
-            nn.ConvTranspose2d(c, c, 4, stride=2, padding=1), ResBlock(c),
+            *[m for _ in range(n_down)
+              for m in (nn.ConvTranspose2d(c, c, 4, stride=2, padding=1), ResBlock(c))],
             nn.GroupNorm(8, c), nn.SiLU(), nn.Conv2d(c, 3, 3, padding=1),
-        )  # fmt: skip  # (B, C, h, h) -> (B, 3, 4h, 4h)
+        )  # fmt: skip  # (B, C, h, h) -> (B, 3, down*h, down*h)
         self.phi = nn.Conv2d(z, z, 3, padding=1)
         self.codebook = nn.Embedding(cfg.codebook, z)
         nn.init.uniform_(self.codebook.weight, -1 / cfg.codebook, 1 / cfg.codebook)
@@ -119,7 +126,7 @@ class MultiScaleRQ(nn.Module):
         if side not in self.cfg.scales:
             raise ValueError(
                 f"feature side {side} is not one of the scales {self.cfg.scales}: "
-                f"images must be {4 * self.cfg.scales[-1]} px, or /2, /4 of it"
+                f"images must be {self.cfg.down * self.cfg.scales[-1]} px, or /2, /4 of it"
             )
         return tuple(s for s in self.cfg.scales if s <= side)
 
@@ -220,19 +227,20 @@ class MultiScaleRQ(nn.Module):
     # -- public ------------------------------------------------------------------------------
     @torch.no_grad()
     def encode(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Image(s) (B, 3, 4h, 4h) in [0, 1] -> per-scale indices [(B, s_k, s_k)]."""
-        x = check_image(x, "x", multiple=4)
+        """Image(s) (B, 3, down*h, down*h) in [0, 1] -> per-scale indices [(B, s_k, s_k)]."""
+        x = check_image(x, "x", multiple=self.cfg.down)
         return self.quantize(self.encoder(x * 2 - 1)).indices
 
     @torch.no_grad()
     def decode(self, indices: list[torch.Tensor]) -> torch.Tensor:
-        """Indices of the first scales -> the image at their side x 4: (B, 3, 4s, 4s)."""
+        """Indices of the first scales -> the image at their side x down: (B, 3, down*s, down*s)."""
         return (self.decoder(self.f_hat_from(indices)).clamp(-1, 1) + 1) / 2
 
     def forward(self, x: torch.Tensor, hit: bool = True, consistency: float = 1.0) -> dict:
-        """Training losses on images (B, 3, 4h, 4h): reconstruction, VQ, and with ``hit`` the
-        prefix reconstructions of the x2 / x4 downsampled images and the encoding consistency."""
-        x = check_image(x, "x", multiple=16)
+        """Training losses on images (B, 3, down*h, down*h): reconstruction, VQ, and with ``hit``
+        the prefix reconstructions of the x2 / x4 downsampled images and the encoding
+        consistency."""
+        x = check_image(x, "x", multiple=4 * self.cfg.down)
         target = x * 2 - 1
         f = self.encoder(target)
         q = self.quantize(f)

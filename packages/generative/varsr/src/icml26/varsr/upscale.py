@@ -1,6 +1,7 @@
 """Whole-image super-resolution with any of the package's models, tile by tile.
 
-The models work on fixed tiles (the VAR transformer on 8 x 8 LR tiles, i.e. 32 x 32 outputs);
+The models work on fixed tiles (the VAR transformer on its LR side, 8 x 8 by default: 32 x 32
+outputs);
 ``upscale`` cuts an LR image into tiles, super-resolves them in batches and stitches the
 results. ``x2`` comes from the same pass as ``x4`` for a HIT model (its x2 prefix decode).
 """
@@ -30,14 +31,21 @@ def _stitch(tiles: torch.Tensor, B: int, grid: tuple[int, int]) -> torch.Tensor:
 
 
 @torch.no_grad()
-def upscale(model, lr: torch.Tensor, tile: int = 8, batch: int = 256,
+def upscale(model, lr: torch.Tensor, tile: int | None = None, batch: int = 256,
             return_scales: bool = False):  # fmt: skip
     """Super-resolve LR image(s) (B, 3, H, W) or (3, H, W) in [0, 1] by 4.
 
-    ``model`` is a :class:`~icml26.varsr.var.VARTransformer` (tiles of ``tile`` = its LR side) or
-    any callable mapping LR tiles to 4x tiles (ESPCN). Returns (B, 3, 4H, 4W), or with
-    ``return_scales`` (VAR only) {2: x2, 4: x4}."""
+    ``model`` is a :class:`~icml26.varsr.var.VARTransformer` (tiles of its LR side) or any
+    callable mapping LR tiles to 4x tiles (ESPCN; ``tile`` defaults to 8 there). Returns
+    (B, 3, 4H, 4W), or with ``return_scales`` (VAR only) {2: x2, 4: x4}."""
     lr = check_image(lr, "lr")
+    if hasattr(model, "generate"):
+        if tile not in (None, model.lr_side):
+            raise ValueError(
+                f"this VAR model works on {model.lr_side} px LR tiles, got tile={tile}"
+            )
+        tile = model.lr_side
+    tile = tile or 8
     B, _, H, W = lr.shape
     tiles, grid = _tiles(lr, tile)
     outs: dict[int, list[torch.Tensor]] = {2: [], 4: []}

@@ -30,15 +30,16 @@ class VARConfig:
     d_model: int = 128
     n_layer: int = 4
     n_head: int = 4
-    given_scales: int = 2
-    """Leading scales taken from the LR image's own tokens (scales 1 and 2 for x4: side h/4)."""
+    given_scales: int | None = None
+    """Leading scales taken from the LR image's own tokens; None: every scale up to side h/4,
+    i.e. all the tokens a HIT tokenizer gives the x4-downsampled image (0 for plain RQ)."""
 
     def check(self) -> None:
         if self.d_model % self.n_head:
             raise ValueError(
                 f"d_model ({self.d_model}) must be a multiple of n_head ({self.n_head})"
             )
-        if min(self.n_layer, self.n_head) < 1 or self.given_scales < 0:
+        if min(self.n_layer, self.n_head) < 1 or (self.given_scales or 0) < 0:
             raise ValueError("n_layer, n_head >= 1 and given_scales >= 0 needed")
 
 
@@ -76,9 +77,12 @@ class VARTransformer(nn.Module):
         self.cfg = cfg = cfg or VARConfig()
         cfg.check()
         self.scales = tokenizer.cfg.scales
-        if cfg.given_scales >= len(self.scales):
-            raise ValueError(f"given_scales ({cfg.given_scales}) must leave a scale to predict "
+        self.given_scales = (sum(s <= self.scales[-1] // 4 for s in self.scales)
+                             if cfg.given_scales is None else cfg.given_scales)  # fmt: skip
+        if self.given_scales >= len(self.scales):
+            raise ValueError(f"given_scales ({self.given_scales}) must leave a scale to predict "
                              f"of {self.scales}")  # fmt: skip
+        self.lr_side = tokenizer.cfg.down * self.scales[-1] // 4
         z, d, V = tokenizer.cfg.latent, cfg.d_model, tokenizer.cfg.codebook
         self.tokenizer = [tokenizer]  # a reference, not a submodule: it is trained separately
         self.inp = nn.Linear(z, d)
@@ -135,14 +139,14 @@ class VARTransformer(nn.Module):
         logits = self.forward(indices, lr)
         target = torch.cat([i.flatten(1) for i in indices], 1)
         lp = torch.log_softmax(logits.float(), -1).gather(-1, target[..., None]).squeeze(-1)
-        start = sum(s * s for s in self.scales[: self.cfg.given_scales])
+        start = sum(s * s for s in self.scales[: self.given_scales])
         return lp[:, start:].sum(1)
 
     def loss(self, indices: list[torch.Tensor], lr: torch.Tensor) -> torch.Tensor:
         """Cross-entropy over the predicted scales' tokens (the given ones are not learnt)."""
         logits = self.forward(indices, lr)
         target = torch.cat([i.flatten(1) for i in indices], 1)
-        start = sum(s * s for s in self.scales[: self.cfg.given_scales])
+        start = sum(s * s for s in self.scales[: self.given_scales])
         return F.cross_entropy(logits[:, start:].reshape(-1, logits.shape[-1]),
                                target[:, start:].reshape(-1))  # fmt: skip
 
@@ -159,11 +163,11 @@ class VARTransformer(nn.Module):
         from icml26.varsr.data import check_image
 
         lr = check_image(lr, "lr")
-        side = self.scales[-1]
-        if lr.shape[-1] != side or lr.shape[-2] != side:
-            raise ValueError(f"lr must be {side} x {side} (the model's x4 input), got "
+        side, n = self.scales[-1], self.lr_side
+        if lr.shape[-1] != n or lr.shape[-2] != n:
+            raise ValueError(f"lr must be {n} x {n} (the model's x4 input), got "
                              f"{tuple(lr.shape[-2:])}")  # fmt: skip
-        given = self.tok.encode(lr)[: self.cfg.given_scales]
+        given = self.tok.encode(lr)[: self.given_scales]
         indices: list[torch.Tensor] = []
         cache = [None] * len(self.blocks)
         f_hat, offset = None, 0
