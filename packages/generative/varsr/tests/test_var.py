@@ -260,3 +260,13 @@ def test_cli_train_and_upscale_end_to_end(tmp_path):
     assert imread(tmp_path / "sr2.png").shape == (24, 40, 3)
     assert main(["upscale", str(tmp_path / "missing.png"), str(tmp_path / "x.png"),
                  "--model", str(out / "model")]) == 2  # fmt: skip
+
+
+def test_ms_ssim_is_one_on_identical_images_and_none_when_too_small():
+    from icml26.varsr.data import ms_ssim_y
+
+    torch.manual_seed(0)
+    x = torch.rand(3, 180, 180)
+    assert ms_ssim_y(x, x, 4) == pytest.approx(1.0, abs=1e-6)
+    assert ms_ssim_y((x + 0.2 * torch.rand_like(x)).clamp(0, 1), x, 4) < 0.99
+    assert ms_ssim_y(x[:, :100, :100], x[:, :100, :100], 4) is None

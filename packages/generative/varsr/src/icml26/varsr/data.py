@@ -139,3 +139,18 @@ def psnr_ssim(sr: torch.Tensor, hr: torch.Tensor, scale: int) -> tuple[float, fl
     a, b = luma(hr)[scale:-scale, scale:-scale], luma(sr)[scale:-scale, scale:-scale]
     return (float(peak_signal_noise_ratio(a, b, data_range=255)),
             float(structural_similarity(a, b, data_range=255)))  # fmt: skip
+
+
+def ms_ssim_y(sr: torch.Tensor, hr: torch.Tensor, scale: int) -> float | None:
+    """MS-SSIM (``pytorch-msssim``, 5 scales) on luma with ``scale`` pixels shaved; None when the
+    image is too small for 5 scales of the 11-pixel window (under 161 px after the shave)."""
+    from pytorch_msssim import ms_ssim
+
+    if sr.shape != hr.shape:
+        raise ValueError(f"sr and hr differ in shape: {tuple(sr.shape)} vs {tuple(hr.shape)}")
+    sr = (sr.clamp(0, 1) * 255).round() / 255
+    a, b = luma(hr)[scale:-scale, scale:-scale], luma(sr)[scale:-scale, scale:-scale]
+    if min(a.shape) < 161:
+        return None
+    t = [torch.from_numpy(v.copy()).float()[None, None] for v in (a, b)]
+    return float(ms_ssim(t[0], t[1], data_range=255))

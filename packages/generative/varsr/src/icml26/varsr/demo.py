@@ -131,7 +131,7 @@ def verdict(raw: dict) -> tuple[list[dict], str]:
 def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
     """Train every arm per seed and evaluate on the held-out images."""
     from icml26.varsr.baselines import ESPCN
-    from icml26.varsr.data import bicubic_up, downsample, load_data, psnr_ssim
+    from icml26.varsr.data import bicubic_up, downsample, load_data, ms_ssim_y, psnr_ssim
     from icml26.varsr.tokenizer import MultiScaleRQ, TokenizerConfig, prefix_agreement
     from icml26.varsr.train import (
         FitConfig,
@@ -163,7 +163,7 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
     grid_hr = test[name0][:, :GRID, :GRID]
 
     def evaluate(arm, seed, model, extra=None):
-        psnr4, ssim4, psnr2, cons = [], [], [], []
+        psnr4, ssim4, msssim4, psnr2, cons = [], [], [], [], []
         if seed == 0:  # the picture grid: one crop of the first held-out image, seed 0's models
             lr0 = downsample(grid_hr.to(device), 4)
             if model == "bicubic":
@@ -183,11 +183,16 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
                 sr4, sr2 = upscale(model, lr), None
             p, s = psnr_ssim(sr4[0].cpu(), hr.cpu(), 4)
             psnr4.append(p), ssim4.append(s)
+            ms = ms_ssim_y(sr4[0].cpu(), hr.cpu(), 4)
+            if ms is not None:
+                msssim4.append(ms)
             if sr2 is not None:
                 psnr2.append(psnr_ssim(sr2[0].cpu(), downsample(hr, 2)[0].cpu(), 2)[0])
                 cons.append(psnr_ssim(downsample(sr4, 2)[0].cpu(), sr2[0].cpu(), 2)[0])
         row = {"arm": arm, "seed": seed, "psnr_x4": sum(psnr4) / len(psnr4),
                "ssim_x4": sum(ssim4) / len(ssim4)}  # fmt: skip
+        if msssim4:
+            row["ms_ssim_x4"] = sum(msssim4) / len(msssim4)
         if psnr2:
             row["psnr_x2"] = sum(psnr2) / len(psnr2)
             row["consistency_x2"] = sum(cons) / len(cons)
@@ -289,7 +294,8 @@ def summary_table(raw: dict) -> dict[str, dict[str, float]]:
         rows = [r for r in raw["runs"] if r["arm"] == arm]
         if not rows:
             continue
-        keys = [k for k in ("psnr_x4", "ssim_x4", "psnr_x2", "consistency_x2") if k in rows[0]]
+        keys = [k for k in ("psnr_x4", "ssim_x4", "ms_ssim_x4", "psnr_x2", "consistency_x2")
+                if k in rows[0]]  # fmt: skip
         out[arm] = {k: sum(r[k] for r in rows) / len(rows) for k in keys}
     return out
 
