@@ -267,6 +267,6 @@ def test_ms_ssim_is_one_on_identical_images_and_none_when_too_small():
 
     torch.manual_seed(0)
     x = torch.rand(3, 180, 180)
-    assert ms_ssim_y(x, x, 4) == pytest.approx(1.0, abs=1e-6)
+    assert ms_ssim_y(x, x, 4) == pytest.approx(1.0, abs=1e-4)
     assert ms_ssim_y((x + 0.2 * torch.rand_like(x)).clamp(0, 1), x, 4) < 0.99
     assert ms_ssim_y(x[:, :100, :100], x[:, :100, :100], 4) is None
