@@ -270,3 +270,52 @@ def test_ms_ssim_is_one_on_identical_images_and_none_when_too_small():
     assert ms_ssim_y(x, x, 4) == pytest.approx(1.0, abs=1e-4)
     assert ms_ssim_y((x + 0.2 * torch.rand_like(x)).clamp(0, 1), x, 4) < 0.99
     assert ms_ssim_y(x[:, :100, :100], x[:, :100, :100], 4) is None
+
+
+def test_given_lr_tokens_stay_first_and_the_rest_quantise_what_they_leave(tok):
+    x = torch.rand(3, 3, 32, 32)
+    lr_tokens = tok.encode(downsample(x, 4))
+    assert [t.shape[-1] for t in lr_tokens] == [1, 2]
+    idx = tok.encode(x, lr_tokens)
+    for a, b in zip(idx[:2], lr_tokens, strict=True):
+        assert torch.equal(a, b)
+    with torch.no_grad():
+        q = tok.quantize(tok.encoder(x * 2 - 1), lr_tokens)
+        torch.testing.assert_close(tok.f_hat_from(q.indices, side=8), q.f_hat, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="first scales"):
+        tok.encode(x, [lr_tokens[1]])
+    with pytest.raises(ValueError, match="at most the 2"):
+        VARTransformer(tok, VARConfig(d_model=32, n_layer=1, n_head=2, given_scales=3))
+
+
+def test_a_convolutional_model_is_upscaled_whole():
+    from icml26.varsr.baselines import ESPCN
+    from icml26.varsr.upscale import upscale
+
+    torch.manual_seed(0)
+    m = ESPCN(channels=8).eval()
+    lr = torch.rand(2, 3, 12, 20)
+    with torch.no_grad():
+        torch.testing.assert_close(upscale(m, lr), m(lr))
+
+
+def _tokenizer_on_rank(steps: int):
+    from icml26.varsr.train import FitConfig, fit, tokenizer_objective
+
+    t = MultiScaleRQ(TINY)
+    torch.manual_seed(0)
+    t.load_state_dict(MultiScaleRQ(TINY).state_dict())  # one initialisation on every rank
+    data = torch.rand(16, 3, 32, 32)
+    loss_fn, hook = tokenizer_objective(t, restart_every=2, steps=steps)
+    fit(t, data, loss_fn, FitConfig(steps=steps, batch=4), hook=hook)
+    return t.state_dict()
+
+
+@pytest.mark.distributed
+def test_two_ranks_keep_one_tokenizer_codebook():
+    from icml26.testing import run_distributed
+
+    w0, w1 = run_distributed(_tokenizer_on_rank, 5, world_size=2)
+    for k, v in w0.items():
+        if k != "usage":  # each rank counts its own batches; restarts sum the counts
+            torch.testing.assert_close(w1[k], v, rtol=0, atol=0, msg=k)

@@ -129,7 +129,7 @@ def train_cli(cfg: TrainCli) -> None:
             progress=True, desc=name, hook=hook)  # fmt: skip
 
     tok = MultiScaleRQ(TokenizerConfig()).to(device)
-    loss_fn, hook = tokenizer_objective(tok)
+    loss_fn, hook = tokenizer_objective(tok, steps=cfg.tokenizer_steps)
     stage(tok, loss_fn, cfg.tokenizer_steps, "tokenizer", cfg.seed, hook)
     tok.eval().requires_grad_(False)
     var = VARTransformer(tok, VARConfig()).to(device)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -160,27 +161,45 @@ class MultiScaleRQ(nn.Module):
             counts = torch.bincount(assign, minlength=K)[:, None]
             centers = torch.where(counts > 0, sums / counts.clamp(min=1), centers)
         self.codebook.weight.copy_(centers)
+        if dist.is_available() and dist.is_initialized():
+            dist.broadcast(self.codebook.weight.data, 0)  # one codebook on every rank
         self.initialised.fill_(True)
 
     @torch.no_grad()
-    def restart_dead_codes(self, f: torch.Tensor, min_uses: float = 1.0) -> int:
+    def restart_dead_codes(self, f: torch.Tensor, min_uses: float = 1.0,
+                           generator: torch.Generator | None = None) -> int:  # fmt: skip
         """Codes used fewer than ``min_uses`` times since the last call jump to random encoder
-        vectors of ``f``; usage counters reset. Returns how many were restarted."""
+        vectors of ``f``; usage counters reset. Returns how many were restarted. Under
+        torch.distributed the usage is summed over ranks and rank 0's codebook is broadcast,
+        so every rank keeps the same codebook."""
+        distributed = dist.is_available() and dist.is_initialized()
+        if distributed:
+            dist.all_reduce(self.usage)
         dead = self.usage.sum(0) < min_uses
         n = int(dead.sum())
         if n:
             vecs = f.permute(0, 2, 3, 1).reshape(-1, f.shape[1])
-            pick = torch.randint(len(vecs), (n,), device=vecs.device)
-            self.codebook.weight[dead] = vecs[pick] + 1e-3 * torch.randn_like(vecs[pick])
+            g = generator or torch.Generator().manual_seed(0)
+            pick = torch.randint(len(vecs), (n,), generator=g).to(vecs.device)
+            noise = torch.randn(n, vecs.shape[1], generator=g).to(vecs.device)
+            self.codebook.weight[dead] = vecs[pick] + 1e-3 * noise
+        if distributed:
+            dist.broadcast(self.codebook.weight.data, 0)
         self.usage.zero_()
         return n
 
     # -- quantisation ------------------------------------------------------------------------
-    def quantize(self, f: torch.Tensor) -> QuantOutput:
+    def quantize(self, f: torch.Tensor, given: list[torch.Tensor] | None = None) -> QuantOutput:
         """VAR's residual quantisation of ``f`` (B, C, h, h) over the scales up to h, with the
-        HIT prefix sums (see the module docstring)."""
+        HIT prefix sums (see the module docstring). ``given`` fixes the indices of the first
+        scales (the LR image's own tokens) and quantises the residual that remains after them."""
         h = f.shape[-1]
         scales = self.scales_for(h)
+        given = list(given or [])
+        for k, g in enumerate(given):
+            if k >= len(scales) or g.shape[-2:] != (scales[k], scales[k]):
+                raise ValueError(f"given indices must match the first scales {scales}, got "
+                                 f"{[tuple(x.shape[-2:]) for x in given]}")  # fmt: skip
         if self.training and not bool(self.initialised):
             self.kmeans_init(f.detach())
         f_hat = torch.zeros_like(f)
@@ -188,7 +207,7 @@ class MultiScaleRQ(nn.Module):
         contributions = []
         for k, s in enumerate(scales):
             rest = F.interpolate(f - f_hat, size=(s, s), mode="area") if s < h else f - f_hat
-            idx = self.nearest(rest.detach())
+            idx = given[k] if k < len(given) else self.nearest(rest.detach())
             e = self.embed(idx)
             # VQ-VAE: codebook term pulls codes to the residuals, commitment the other way
             loss = (
@@ -226,10 +245,15 @@ class MultiScaleRQ(nn.Module):
 
     # -- public ------------------------------------------------------------------------------
     @torch.no_grad()
-    def encode(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Image(s) (B, 3, down*h, down*h) in [0, 1] -> per-scale indices [(B, s_k, s_k)]."""
+    def encode(self, x: torch.Tensor, given: list[torch.Tensor] | None = None
+               ) -> list[torch.Tensor]:  # fmt: skip
+        """Image(s) (B, 3, down*h, down*h) in [0, 1] -> per-scale indices [(B, s_k, s_k)].
+
+        ``given``: indices of the first scales to keep (e.g. ``encode(down(x, 4))``, the LR
+        image's tokens), the rest quantising what they leave; the tokens of an HR image given
+        its LR image, exactly as super-resolution generates them."""
         x = check_image(x, "x", multiple=self.cfg.down)
-        return self.quantize(self.encoder(x * 2 - 1)).indices
+        return self.quantize(self.encoder(x * 2 - 1), given).indices
 
     @torch.no_grad()
     def decode(self, indices: list[torch.Tensor]) -> torch.Tensor:

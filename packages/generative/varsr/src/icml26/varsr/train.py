@@ -105,7 +105,11 @@ def fit(model: torch.nn.Module, data: torch.Tensor, loss_fn: Callable[[torch.Ten
 def _save(ckpt: Path, model, opt, gen, step, logs, rank, cfg) -> None:
     from safetensors.torch import save_file
 
+    rngs = [gen.get_state().tolist()]
     if dist.is_available() and dist.is_initialized():
+        # every rank's batch stream, so a resumed run draws what each rank would have
+        rngs = [None] * dist.get_world_size()
+        dist.all_gather_object(rngs, gen.get_state().tolist())
         dist.barrier()
     if rank != 0:
         return
@@ -121,9 +125,7 @@ def _save(ckpt: Path, model, opt, gen, step, logs, rank, cfg) -> None:
             tensors[f"{i}.{k}"] = torch.as_tensor(v).detach().cpu().float().reshape(-1).contiguous()
     save_file(tensors, tmp / "optimizer.safetensors")
     (tmp / "state.json").write_text(
-        json.dumps(
-            {"step": step, "config": asdict(cfg), "logs": logs, "rng": gen.get_state().tolist()}
-        )
+        json.dumps({"step": step, "config": asdict(cfg), "logs": logs, "rng": rngs})
     )
     shutil.rmtree(ckpt, ignore_errors=True)
     os.replace(tmp, ckpt)
@@ -141,21 +143,29 @@ def _load(ckpt: Path, model, opt, gen, rank) -> tuple[int, list[dict]]:
             opt.state[p] = {"exp_avg": tensors[f"{i}.exp_avg"].view_as(p).to(p.device),
                             "exp_avg_sq": tensors[f"{i}.exp_avg_sq"].view_as(p).to(p.device),
                             "step": tensors[f"{i}.step"].reshape(())}  # fmt: skip
-    gen.set_state(torch.tensor(state["rng"], dtype=torch.uint8))
+    rngs = state["rng"]
+    if len(rngs) <= rank:
+        raise ValueError(f"{ckpt} was saved by {len(rngs)} rank(s); resume with as many")
+    gen.set_state(torch.tensor(rngs[rank], dtype=torch.uint8))
     return int(state["step"]), state["logs"]
 
 
 # -- the three objectives ----------------------------------------------------------------------
-def tokenizer_objective(tok, hit: bool = True, restart_every: int = 100):
-    """(loss_fn, hook) for :func:`fit` on a :class:`MultiScaleRQ`."""
+def tokenizer_objective(tok, hit: bool = True, restart_every: int = 100,
+                        steps: int | None = None):  # fmt: skip
+    """(loss_fn, hook) for :func:`fit` on a :class:`MultiScaleRQ`. Dead codes restart every
+    ``restart_every`` steps, never after the last of ``steps`` (no gradient step would follow);
+    the restart's random draws are seeded by the step, so a resumed run repeats them."""
 
     def loss_fn(batch):
         return tok(batch, hit=hit)
 
     def hook(step, batch):
-        if restart_every and (step + 1) % restart_every == 0:
+        last = steps is not None and step + 1 >= steps
+        if restart_every and (step + 1) % restart_every == 0 and not last:
             with torch.no_grad():
-                tok.restart_dead_codes(tok.encoder(batch * 2 - 1))
+                tok.restart_dead_codes(tok.encoder(batch * 2 - 1),
+                                       generator=torch.Generator().manual_seed(step))  # fmt: skip
 
     return loss_fn, hook
 
@@ -167,13 +177,17 @@ def var_objective(var, dpo_weight: float = 0.0, beta: float = 0.1):
 
     tok = var.tok
     ref = copy.deepcopy(var).eval().requires_grad_(False) if dpo_weight > 0 else None
+    g = var.given_scales
 
     def loss_fn(hr):
         lr = downsample(hr, 4)
-        chosen = tok.encode(hr)
+        # the given scales are the LR image's own tokens, as in generation; the targets are
+        # the HR image's tokens of what they leave
+        given = tok.encode(lr)[:g] if g else None
+        chosen = tok.encode(hr, given)
         out = {"ce": var.loss(chosen, lr)}
         if ref is not None:
-            rejected = tok.encode(bicubic_up(lr, 4))
+            rejected = tok.encode(bicubic_up(lr, 4), given)
             with torch.no_grad():
                 ref_w, ref_l = ref.logprob(chosen, lr), ref.logprob(rejected, lr)
             out["dpo"] = dpo_loss(var.logprob(chosen, lr), var.logprob(rejected, lr), ref_w,

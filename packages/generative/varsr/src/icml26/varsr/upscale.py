@@ -36,8 +36,8 @@ def upscale(model, lr: torch.Tensor, tile: int | None = None, batch: int = 256,
     """Super-resolve LR image(s) (B, 3, H, W) or (3, H, W) in [0, 1] by 4.
 
     ``model`` is a :class:`~icml26.varsr.var.VARTransformer` (tiles of its LR side) or any
-    callable mapping LR tiles to 4x tiles (ESPCN; ``tile`` defaults to 8 there). Returns
-    (B, 3, 4H, 4W), or with ``return_scales`` (VAR only) {2: x2, 4: x4}."""
+    callable mapping LR images to 4x images (ESPCN: the whole image at once unless ``tile`` is
+    given). Returns (B, 3, 4H, 4W), or with ``return_scales`` (VAR only) {2: x2, 4: x4}."""
     lr = check_image(lr, "lr")
     if hasattr(model, "generate"):
         if tile not in (None, model.lr_side):
@@ -45,7 +45,11 @@ def upscale(model, lr: torch.Tensor, tile: int | None = None, batch: int = 256,
                 f"this VAR model works on {model.lr_side} px LR tiles, got tile={tile}"
             )
         tile = model.lr_side
-    tile = tile or 8
+    elif tile is None:  # a fully convolutional model sees the whole image: no seams
+        out = torch.cat([model(lr[i : i + 1]) for i in range(len(lr))])
+        if return_scales:
+            raise ValueError("return_scales needs a VAR model (one pass gives x2 and x4)")
+        return out
     B, _, H, W = lr.shape
     tiles, grid = _tiles(lr, tile)
     outs: dict[int, list[torch.Tensor]] = {2: [], 4: []}

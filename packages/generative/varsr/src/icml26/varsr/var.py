@@ -79,9 +79,10 @@ class VARTransformer(nn.Module):
         self.scales = tokenizer.cfg.scales
         self.given_scales = (sum(s <= self.scales[-1] // 4 for s in self.scales)
                              if cfg.given_scales is None else cfg.given_scales)  # fmt: skip
-        if self.given_scales >= len(self.scales):
-            raise ValueError(f"given_scales ({self.given_scales}) must leave a scale to predict "
-                             f"of {self.scales}")  # fmt: skip
+        n_lr = sum(s <= self.scales[-1] // 4 for s in self.scales)
+        if self.given_scales > n_lr:
+            raise ValueError(f"given_scales ({self.given_scales}) can be at most the {n_lr} "
+                             f"scales of an LR image (<= {self.scales[-1] // 4})")  # fmt: skip
         self.lr_side = tokenizer.cfg.down * self.scales[-1] // 4
         z, d, V = tokenizer.cfg.latent, cfg.d_model, tokenizer.cfg.codebook
         self.tokenizer = [tokenizer]  # a reference, not a submodule: it is trained separately
