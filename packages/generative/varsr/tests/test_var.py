@@ -319,3 +319,23 @@ def test_two_ranks_keep_one_tokenizer_codebook():
     for k, v in w0.items():
         if k != "usage":  # each rank counts its own batches; restarts sum the counts
             torch.testing.assert_close(w1[k], v, rtol=0, atol=0, msg=k)
+
+
+def test_tokenizer_training_resumes_exactly_across_a_dead_code_restart(tmp_path):
+    from icml26.varsr.train import FitConfig, fit, tokenizer_objective
+
+    data = torch.rand(16, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+
+    def run(steps, folder, resume=False, start=None):
+        torch.manual_seed(0)
+        t = MultiScaleRQ(TINY) if start is None else start
+        loss_fn, hook = tokenizer_objective(t, restart_every=2, steps=6)
+        fit(t, data, loss_fn, FitConfig(steps=steps, batch=4), folder, resume=resume, hook=hook)
+        return t
+
+    straight = run(6, tmp_path / "a")
+    run(3, tmp_path / "b")  # interrupted between the restarts after steps 2 and 4
+    torch.manual_seed(0)
+    resumed = run(6, tmp_path / "b", resume=True, start=MultiScaleRQ(TINY))
+    for k, v in straight.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[k], v, rtol=0, atol=0, msg=k)
