@@ -5,7 +5,8 @@ Per seed, on 32 x 32 patches of the training images (x4: 8 x 8 LR inputs):
 - VAR-RQ (all scales predicted), VAR-HIT (the LR image's own tokens given as the first scales),
   VAR-HIT+DPO (``dpo_steps`` more with CE + lambda DPO) and VAR-HIT trained the same extra steps
   with CE only (the lambda = 0 ablation at equal budget);
-- ESPCN with as many steps as the method's whole pipeline (tokenizer + VAR + DPO); bicubic.
+- ESPCN trained for more steps than the method's whole pipeline (tokenizer + VAR + DPO);
+  bicubic, and bicubic on the VAR arms' 8-px tiles.
 Held-out images (astronaut, coffee, chelsea, camera, rocket), tiled: x4 PSNR / SSIM on Y; for the
 HIT models also the x2 image of the same pass against the x2-downsampled ground truth (bicubic
 from the LR image as its baseline), cross-scale consistency PSNR(down2(x4), x2), tokenizer

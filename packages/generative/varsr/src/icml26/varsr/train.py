@@ -74,7 +74,7 @@ def fit(model: torch.nn.Module, data: torch.Tensor, loss_fn: Callable[[torch.Ten
     if resume:
         if ckpt is None or not (ckpt / "state.json").is_file():
             raise ValueError(f"resume needs a checkpoint folder with state.json, got {ckpt}")
-        start, logs = _load(ckpt, model, opt, gen, rank)
+        start, logs = _load(ckpt, model, opt, gen, rank, world)
     bar = tqdm(range(start, cfg.steps), desc=desc, disable=not progress or rank, leave=False,
                initial=start, total=cfg.steps)  # fmt: skip
     for step in bar:
@@ -131,7 +131,7 @@ def _save(ckpt: Path, model, opt, gen, step, logs, rank, cfg) -> None:
     os.replace(tmp, ckpt)
 
 
-def _load(ckpt: Path, model, opt, gen, rank) -> tuple[int, list[dict]]:
+def _load(ckpt: Path, model, opt, gen, rank, world=1) -> tuple[int, list[dict]]:
     from safetensors.torch import load_file
 
     state = json.loads((ckpt / "state.json").read_text())
@@ -144,8 +144,9 @@ def _load(ckpt: Path, model, opt, gen, rank) -> tuple[int, list[dict]]:
                             "exp_avg_sq": tensors[f"{i}.exp_avg_sq"].view_as(p).to(p.device),
                             "step": tensors[f"{i}.step"].reshape(())}  # fmt: skip
     rngs = state["rng"]
-    if len(rngs) <= rank:
-        raise ValueError(f"{ckpt} was saved by {len(rngs)} rank(s); resume with as many")
+    if len(rngs) != world:  # each rank's batch stream continues on the same rank
+        raise ValueError(f"{ckpt} was saved by {len(rngs)} rank(s); resume with as many, "
+                         f"not {world}")  # fmt: skip
     gen.set_state(torch.tensor(rngs[rank], dtype=torch.uint8))
     return int(state["step"]), state["logs"]
 
