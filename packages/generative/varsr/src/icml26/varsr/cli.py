@@ -56,21 +56,13 @@ class UpscaleCli:
 
 
 def _read_image(path: Path):
-    import numpy as np
-    import torch
     from skimage.io import imread
+
+    from icml26.varsr.data import to_image
 
     if not path.is_file():
         raise ValueError(f"no image file at {path}")
-    arr = np.asarray(imread(path))
-    if arr.ndim == 2:
-        arr = np.repeat(arr[..., None], 3, axis=2)
-    if arr.ndim != 3 or arr.shape[2] < 3:
-        raise ValueError(f"{path}: expected a grayscale or RGB(A) image, got shape {arr.shape}")
-    x = torch.from_numpy(np.ascontiguousarray(arr[..., :3])).permute(2, 0, 1).float()
-    if arr.dtype == np.uint16:
-        return x / 65535.0
-    return x / 255.0 if arr.dtype == np.uint8 else x.clamp(0, 1)
+    return to_image(imread(path), str(path))
 
 
 def _write_image(x, path: Path) -> None:

@@ -43,13 +43,22 @@ def load_image(name: str) -> torch.Tensor:
         if loader is None or not callable(loader):
             raise ValueError(f"skimage.data has no image {name!r}")
         arr = loader()
+    return to_image(arr, name)
+
+
+def to_image(arr, name: str = "image") -> torch.Tensor:
+    """An image array (H, W) grey or (H, W, 3/4) RGB(A); bool, uint8, uint16 or float in
+    [0, 1]) -> float RGB in [0, 1], shape (3, H, W)."""
     arr = np.asarray(arr)
     if arr.dtype == bool:
         arr = arr.astype(np.uint8) * 255
     if arr.ndim == 2:
         arr = np.repeat(arr[..., None], 3, axis=2)
-    arr = arr[..., :3]
-    x = torch.from_numpy(np.array(arr, copy=True)).permute(2, 0, 1).float()
+    if arr.ndim != 3 or arr.shape[2] < 3:
+        raise ValueError(f"{name}: expected a grayscale or RGB(A) image, got shape {arr.shape}")
+    x = torch.from_numpy(np.array(arr[..., :3], copy=True)).permute(2, 0, 1).float()
+    if arr.dtype == np.uint16:
+        return x / 65535.0
     return (x / 255.0).clamp(0, 1) if arr.dtype == np.uint8 else x.clamp(0, 1)
 
 
@@ -129,14 +138,19 @@ def luma(x: torch.Tensor) -> np.ndarray:
     return rgb2ycbcr(x.permute(1, 2, 0).double().numpy())[..., 0]
 
 
+def _shaved_luma(sr: torch.Tensor, hr: torch.Tensor, scale: int) -> tuple[np.ndarray, np.ndarray]:
+    """Luma of HR and of the 8-bit rounded SR image, ``scale`` pixels shaved from each border."""
+    if sr.shape != hr.shape:
+        raise ValueError(f"sr and hr differ in shape: {tuple(sr.shape)} vs {tuple(hr.shape)}")
+    sr = (sr.clamp(0, 1) * 255).round() / 255
+    return luma(hr)[scale:-scale, scale:-scale], luma(sr)[scale:-scale, scale:-scale]
+
+
 def psnr_ssim(sr: torch.Tensor, hr: torch.Tensor, scale: int) -> tuple[float, float]:
     """PSNR and SSIM on luma with ``scale`` pixels shaved from each border (8-bit rounded SR)."""
     from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
-    if sr.shape != hr.shape:
-        raise ValueError(f"sr and hr differ in shape: {tuple(sr.shape)} vs {tuple(hr.shape)}")
-    sr = (sr.clamp(0, 1) * 255).round() / 255
-    a, b = luma(hr)[scale:-scale, scale:-scale], luma(sr)[scale:-scale, scale:-scale]
+    a, b = _shaved_luma(sr, hr, scale)
     return (float(peak_signal_noise_ratio(a, b, data_range=255)),
             # the super-resolution convention: Gaussian window, sigma 1.5 (Wang et al. 2004)
             float(structural_similarity(a, b, data_range=255, gaussian_weights=True, sigma=1.5,
@@ -148,10 +162,7 @@ def ms_ssim_y(sr: torch.Tensor, hr: torch.Tensor, scale: int) -> float | None:
     image is too small for 5 scales of the 11-pixel window (under 161 px after the shave)."""
     from pytorch_msssim import ms_ssim
 
-    if sr.shape != hr.shape:
-        raise ValueError(f"sr and hr differ in shape: {tuple(sr.shape)} vs {tuple(hr.shape)}")
-    sr = (sr.clamp(0, 1) * 255).round() / 255
-    a, b = luma(hr)[scale:-scale, scale:-scale], luma(sr)[scale:-scale, scale:-scale]
+    a, b = _shaved_luma(sr, hr, scale)
     if min(a.shape) < 161:
         return None
     t = [torch.from_numpy(v.copy()).float()[None, None] for v in (a, b)]
