@@ -93,3 +93,30 @@ def test_cuda_without_cuda_is_a_clear_error(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "--device cuda" in err and "no CUDA device" in err
     assert not any(tmp_path.iterdir())
+
+
+def test_train_on_your_own_npy_file(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "mine.npy"
+    np.save(path, rng.standard_normal((300, 3)).astype(np.float32))
+    ckpt = tmp_path / "model"
+    args = ["--rounds", "2", "--adjoint-steps", "10", "--corrector-steps", "5",
+            "--bridge-steps", "10", "--sim-steps", "3"]  # fmt: skip
+    run_cli("icml26.asbm", ["train", "--data", str(path), "--out", str(ckpt), *args])
+    out = run_cli("icml26.asbm", ["evaluate", "--checkpoint", str(ckpt), "--data", str(path),
+                                  "--steps", "1", "--n", "100"])  # fmt: skip
+    assert "MMD" in out.stdout
+    from icml26.asbm.data import load_array
+
+    np.save(tmp_path / "bad.npy", np.array([[np.nan, 1.0], [0.0, 1.0]]))
+    np.save(tmp_path / "one.npy", np.zeros((1, 3)))
+    for bad, msg in (
+        (tmp_path / "bad.npy", "NaN"),
+        (tmp_path / "none.npy", "no such file"),
+        (tmp_path / "one.npy", "N >= 2"),
+        (tmp_path / "x.csv", "expected a .npy"),
+    ):
+        with pytest.raises(ValueError, match=msg):
+            load_array(bad)

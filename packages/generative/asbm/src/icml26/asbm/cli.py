@@ -12,7 +12,7 @@ import tyro
 
 from icml26.asbm._results import resolve_device
 from icml26.asbm.asbm import ASBM
-from icml26.asbm.data import TOYS, digits
+from icml26.asbm.data import TOYS, digits, load_array
 from icml26.asbm.demo import DemoConfig, run_demo
 from icml26.asbm.metrics import mmd, sliced_w2
 from icml26.asbm.sde import VPSDE, BrownianSDE, GaussianEnergy
@@ -25,16 +25,17 @@ class TrainConfig:
     out: Path = Path("runs/asbm/model")
     """Checkpoint directory (model.safetensors + config.json)."""
     data: str = "moons"
-    """moons, 8gaussians, checkerboard or digits."""
+    """moons, 8gaussians, checkerboard, digits, or a .npy file of your own (N, ...) samples
+    (standardised: the prior is N(0, I))."""
     reference: str = "brownian"
     """brownian or vp."""
     sigma: float = 0.5
     """Brownian reference noise."""
     beta_max: float = 2.0
     """VP reference: beta_max (small keeps X_1 dependent on X_0)."""
-    rounds: int = 2
+    rounds: int = 4
     adjoint_steps: int = 600
-    corrector_steps: int = 300
+    corrector_steps: int = 600
     bridge_steps: int = 2000
     sim_steps: int = 30
     """Euler-Maruyama steps of the forward SDE."""
@@ -43,14 +44,19 @@ class TrainConfig:
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
+def _data(name: str, n: int, seed: int, device) -> torch.Tensor:
+    if name == "digits":
+        return digits(device)[0]
+    if name in TOYS:
+        return TOYS[name](n, seed=seed, device=device)
+    if name.endswith(".npy"):
+        return load_array(name, device)
+    raise ValueError(f"data must be one of {[*TOYS, 'digits']} or a .npy file, got {name!r}")
+
+
 def run_train(cfg: TrainConfig) -> None:
     device = resolve_device(cfg.device)
-    if cfg.data == "digits":
-        data = digits(device)[0]
-    elif cfg.data in TOYS:
-        data = TOYS[cfg.data](8000, seed=cfg.seed, device=device)
-    else:
-        raise ValueError(f"data must be one of {[*TOYS, 'digits']}, got {cfg.data!r}")
+    data = _data(cfg.data, 8000, cfg.seed, device)
     if cfg.reference not in ("brownian", "vp"):
         raise ValueError(f"reference must be 'brownian' or 'vp', got {cfg.reference!r}")
     sde = BrownianSDE(cfg.sigma) if cfg.reference == "brownian" else VPSDE(0.1, cfg.beta_max)
@@ -76,7 +82,7 @@ class EvaluateConfig:
     checkpoint: Path = Path("runs/asbm/model")
     """Directory written by `icml26-asbm train` (or ASBM.save_pretrained)."""
     data: str = "moons"
-    """moons, 8gaussians, checkerboard or digits."""
+    """moons, 8gaussians, checkerboard, digits, or a .npy file of (N, ...) samples."""
     steps: tuple[int, ...] = (1, 4, 32)
     n: int = 1000
     seed: int = 0
@@ -87,12 +93,7 @@ class EvaluateConfig:
 def run_evaluate(cfg: EvaluateConfig) -> dict:
     device = resolve_device(cfg.device)
     model = ASBM.from_pretrained(cfg.checkpoint, device=device)
-    if cfg.data == "digits":
-        data = digits(device)[0]
-    elif cfg.data in TOYS:
-        data = TOYS[cfg.data](cfg.n, seed=cfg.seed + 1, device=device)
-    else:
-        raise ValueError(f"data must be one of {[*TOYS, 'digits']}, got {cfg.data!r}")
+    data = _data(cfg.data, cfg.n, cfg.seed + 1, device)
     if tuple(data.shape[1:]) != model.shape:
         raise ValueError(
             f"checkpoint samples have shape {model.shape}, data {cfg.data} has "

@@ -57,3 +57,26 @@ def faces(device: str | torch.device = "cpu") -> torch.Tensor:
     x = torch.tensor(np.asarray(lfw_subset()), dtype=torch.float32)[:, :24, :24]
     x = (x - x.min()) / (x.max() - x.min())
     return (x * 2 - 1).unsqueeze(1).to(device)
+
+
+def load_array(path, device: str | torch.device = "cpu") -> torch.Tensor:
+    """Your own data: a ``.npy`` file holding one (N, ...) float array, N >= 2 samples
+    (loaded without pickle). Standardise it first: the prior is N(0, I)."""
+    from pathlib import Path
+
+    path = Path(path)
+    if path.suffix != ".npy":
+        raise ValueError(f"{path}: expected a .npy file of shape (N, ...)")
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except ValueError as e:
+        raise ValueError(f"{path}: not a plain numeric .npy array ({e})") from None
+    if arr.ndim < 2 or arr.shape[0] < 2 or not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"{path}: need a numeric (N, ...) array with N >= 2, got {arr.dtype} "
+                         f"{arr.shape}")  # fmt: skip
+    x = torch.as_tensor(arr, dtype=torch.float32)
+    if not torch.isfinite(x).all():
+        raise ValueError(f"{path}: holds NaN or inf")
+    return x.to(device)

@@ -78,3 +78,25 @@ def plot_samples(grids: dict, path: Path) -> None:
         ax.set_title(n, fontsize=9)
         ax.axis("off")
     _save(fig, path)
+
+
+def plot_rounds(problems: dict, prior_scale: float, path: Path) -> None:
+    """Stage 1 round by round: terminal std (with the Gaussian closed form's) and MMD to the
+    prior, per data set (``problems[name]["stage 1 rounds"]``)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for i, (name, p) in enumerate(problems.items()):
+        rows = p["stage 1 rounds"]
+        r = [row["round"] for row in rows]
+        axes[0].plot(r, [row["terminal_std"] for row in rows], "o-", color=f"C{i}", label=name)
+        axes[0].plot(r, [row["gaussian_reference_std"] for row in rows], "x--", color=f"C{i}",
+                     alpha=0.6, label=f"{name}: Gaussian closed form")  # fmt: skip
+        axes[1].semilogy(r, [row["mmd_prior"] for row in rows], "o-", color=f"C{i}", label=name)
+    axes[0].axhline(prior_scale, color="black", lw=0.8, label="prior std")
+    axes[0].set_title("terminal std of X1 (mean over coordinates)")
+    axes[1].set_title("MMD(X1, prior)")
+    for ax in axes:
+        ax.set_xlabel("stage-1 round")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)

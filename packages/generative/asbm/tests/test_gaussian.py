@@ -1,0 +1,43 @@
+"""Stage 1 against its closed form on Gaussian data (icml26.asbm.gaussian)."""
+
+import itertools
+
+import pytest
+import torch
+
+from icml26.asbm import ASBM, VPSDE, BrownianSDE, GaussianEnergy
+from icml26.asbm.gaussian import gaussian_stage1
+
+
+def test_closed_form_reaches_the_prior_and_round_one_is_the_h0_optimum():
+    rounds = gaussian_stage1(torch.tensor(1.0), torch.tensor(0.25), BrownianSDE(1.0), 1.0, 6)
+    # round 1, h = 0: x1 = x0 / 2 + N(0, 1/2), so mean 0.5 and variance 0.25 / 4 + 0.5
+    assert float(rounds[0].mean) == pytest.approx(0.5)
+    assert float(rounds[0].var) == pytest.approx(0.5625)
+    stds = [float(r.var.sqrt()) for r in rounds]
+    assert all(b >= a for a, b in itertools.pairwise(stds))
+    assert abs(float(rounds[-1].mean)) < 1e-3 and stds[-1] == pytest.approx(1.0, abs=1e-3)
+    vp = gaussian_stage1(torch.tensor(1.0), torch.tensor(0.25), VPSDE(0.1, 2.0), 1.0, 8)
+    assert float(vp[-1].var) == pytest.approx(1.0, abs=1e-2)
+    with pytest.raises(ValueError, match="positive"):
+        gaussian_stage1(torch.tensor(0.0), torch.tensor(0.0), BrownianSDE(1.0), 1.0, 2)
+
+
+@pytest.mark.parametrize("sde", [BrownianSDE(1.0), VPSDE(0.1, 4.0)], ids=["brownian", "vp"])
+def test_trained_stage1_follows_the_exact_iteration_round_by_round(sde):
+    g = torch.Generator().manual_seed(0)
+    data = 1.0 + 0.5 * torch.randn(4096, 1, generator=g)
+    torch.manual_seed(0)
+    model = ASBM((1,), sde, GaussianEnergy(1.0), sim_steps=40, hidden=64)
+    model.fit_forward(data, rounds=3, adjoint_steps=500, corrector_steps=300, batch_size=512,
+                      buffer_size=4096, corrector_buffer=8192, resimulate_every=100, lr=3e-3,
+                      progress=False, diagnostics=4096)  # fmt: skip
+    m0, v0 = data.mean(0).double(), data.var(0).double()
+    exact = gaussian_stage1(m0, v0, sde, 1.0, 3)
+    for got, want in zip(model.log.rounds, exact, strict=True):
+        print(got["round"], got["terminal_mean"], float(want.mean), got["terminal_std"],
+              float(want.var.sqrt()))  # fmt: skip
+        assert got["terminal_mean"] == pytest.approx(float(want.mean), abs=0.06)
+        assert got["terminal_std"] == pytest.approx(float(want.var.sqrt()), abs=0.06)
+    last = model.log.rounds[-1]
+    assert last["corrector_loss"] <= 1.1 * last["corrector_linear_floor"]
