@@ -44,6 +44,7 @@ def test_every_expected_member_is_there():
         "icml26-fidia",
         "icml26-lrpo",
         "icml26-varsr",
+        "icml26-tactic",
     } <= names
 
 

@@ -1,0 +1,3 @@
+from icml26.tactic.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""``icml26-tactic bench``: environment steps per second of the vectorised game, and learner
+updates per second of every arm, as ratios to VDN's (the cheapest learner) in one run."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from icml26.tactic.learner import ARMS
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Throughput of the game and of each learner's update (batch of episodes, one process)."""
+
+    num_envs: int = 64
+    batch: int = 32
+    repeats: int = 20
+    threads: int = 1
+    """torch threads (1 gives steadier ratios on a shared CPU)."""
+    device: str = "auto"
+
+
+def _time(fn, repeats: int, sync) -> float:
+    fn()  # warm-up
+    sync()
+    t = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    sync()
+    return (time.perf_counter() - t) / repeats
+
+
+def run_bench(cfg: BenchConfig) -> dict[str, float]:
+    from icml26.tactic._results import resolve_device
+    from icml26.tactic.env import GameConfig, ShiftingDependencyGame
+    from icml26.tactic.learner import arm_config
+    from icml26.tactic.train import TrainConfig, _Run
+
+    if min(cfg.num_envs, cfg.batch, cfg.repeats, cfg.threads) < 1:
+        raise ValueError("--num-envs, --batch, --repeats and --threads must be >= 1")
+    torch.set_num_threads(cfg.threads)
+    device = resolve_device(cfg.device)
+
+    def sync():
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    game = ShiftingDependencyGame(GameConfig(), cfg.num_envs, seed=0)
+    rng = np.random.default_rng(0)
+    acts = [rng.integers(0, game.n_actions, (cfg.num_envs, game.n_agents))
+            for _ in range(game.episode_limit)]  # fmt: skip
+
+    def episode():
+        game.reset()
+        for a in acts:
+            game.step(a)
+
+    sec = _time(episode, cfg.repeats, lambda: None)
+    env_rate = cfg.num_envs * game.episode_limit / sec
+    print(f"game: {env_rate:,.0f} environment steps / s ({cfg.num_envs} envs, numpy)")
+
+    def make_env(num_envs, seed):
+        return ShiftingDependencyGame(GameConfig(), num_envs, seed)
+
+    out = {"env_steps_per_s": env_rate}
+    print(f"learner update (batch {cfg.batch} episodes x {game.episode_limit} steps) on {device}:")
+    for arm in ARMS:
+        tc = TrainConfig(batch=cfg.batch, buffer=cfg.batch, device=device, num_envs=cfg.batch)
+        run = _Run(make_env, arm_config(arm), tc)
+        ep, _ = run.play(run.env, 1.0, run.rng)
+        run.buffer.add(ep)
+        if run.predictor is not None:  # condition on a fitted predictor, as after pretraining
+            run.predictor_ready = True
+            if run.lcfg.freeze_predictor:
+                run.predictor.freeze()
+        sec = _time(run.learn, cfg.repeats, sync)
+        out[f"{arm} updates_per_s"] = 1 / sec
+    vdn = 1 / out["VDN updates_per_s"]
+    for arm in ARMS:
+        sec = 1 / out[f"{arm} updates_per_s"]
+        out[f"{arm} time_vs_vdn"] = sec / vdn
+        print(f"  {arm:28s} {1 / sec:7.1f} updates / s   {sec / vdn:5.2f}x VDN's time")
+    return out
