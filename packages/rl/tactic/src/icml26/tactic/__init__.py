@@ -5,7 +5,7 @@ Reconstructed from the paper's abstract and the methods it combines (the paper's
 are not available; the README lists every reconstructed choice):
 
 - trajectory abstraction as in TRAMA (arXiv 2503.01440): a VQ-VAE with a coverage term over
-  windows of (state, joint observation) trajectories, k-means of the quantised embeddings into
+  windows of joint-observation trajectories, k-means of the quantised embeddings into
   K task classes (:class:`TrajectoryVQVAE`, :func:`fit_classes`);
 - a pretrained, frozen per-agent recurrent class predictor whose output conditions the learner
   (:class:`ClassPredictor`, :func:`train_predictor`);

@@ -3,8 +3,9 @@
 Reconstructed (the TACTIC paper's body is not available; the parts follow TRAMA, arXiv
 2503.01440, which TACTIC builds on):
 
-- :class:`TrajectoryVQVAE` encodes a *window* of ``window`` consecutive (state, joint observation)
-  vectors into one code of a ``codes``-entry codebook (VQ-VAE, van den Oord et al. 2017:
+- :class:`TrajectoryVQVAE` encodes a *window* of ``window`` consecutive trajectory vectors (the
+  trainer passes joint observations; TRAMA also allows the state) into one code of a
+  ``codes``-entry codebook (VQ-VAE, van den Oord et al. 2017:
   reconstruction + codebook + beta * commitment, straight-through gradients), with a *coverage*
   term that pushes the batch's mean soft assignment toward uniform so every code is used.
 - :func:`fit_classes` clusters the quantised embeddings into K task classes with k-means. TRAMA
@@ -101,8 +102,8 @@ def fit_classes(
     traj: torch.Tensor, n_classes: int, *, window: int = 3, codes: int = 16, steps: int = 600,
     batch: int = 256, lr: float = 1e-3, seed: int = 0,
 ) -> ClassFit:  # fmt: skip
-    """Train a :class:`TrajectoryVQVAE` on trajectories (B, T, D) of (state, joint observation)
-    vectors, then k-means its per-step quantised embeddings into ``n_classes`` classes."""
+    """Train a :class:`TrajectoryVQVAE` on trajectories (B, T, D) (e.g. joint observations),
+    then k-means its per-step quantised embeddings into ``n_classes`` classes."""
     from sklearn.cluster import KMeans
 
     if traj.dim() != 3 or traj.shape[0] < 1 or traj.shape[1] < 1:

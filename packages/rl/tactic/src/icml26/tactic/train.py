@@ -6,8 +6,8 @@ annealed linearly), stores them whole in an episode replay buffer, and takes
 value against a target network copied every ``target_every`` episodes (PyMARL's settings:
 RMSprop, lr 5e-4, gradient clip 10, target every 200 episodes). The default target is one-step
 (lambda = 0, as DCG and CASEC train): PyMARL2's TD(lambda = 0.6) mixes in the epsilon-greedy
-behaviour's own returns, and with them no graph learner left the idle policy of the
-shifting-dependency game within 20k steps.
+behaviour's own returns, and with them DCG did not leave the idle policy of the
+shifting-dependency game within 40k steps.
 
 For the class-conditioned learners the first ``pretrain_frac`` of the environment steps are the
 abstraction phase: the learner acts with uniform class probabilities; then the trajectory VQ-VAE
