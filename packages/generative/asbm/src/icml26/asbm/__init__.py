@@ -7,8 +7,9 @@ al. 2025) with the data as the source and an energy-defined prior as the target;
 
 Implemented: Brownian and VP reference SDEs with their bridges; adjoint matching and corrector
 matching (stage 1) with a replay buffer; bridge matching on the learned coupling (stage 2) with
-ODE and SDE samplers; one-step distillation; independent and minibatch-OT conditional flow
-matching baselines; MMD, sliced W2, straightness and a classifier-feature Fréchet proxy.
+ODE and SDE samplers; one-step distillation; independent, minibatch-OT and Schrödinger-bridge
+(SB-CFM) conditional flow matching and one-round reflow baselines; MMD, sliced W2, straightness
+and a classifier-feature Fréchet proxy.
 """
 
 from icml26.asbm._results import package_version
@@ -19,7 +20,7 @@ from icml26.asbm.asbm import (
     bridge_matching_loss,
     corrector_matching_loss,
 )
-from icml26.asbm.baselines import FlowMatching, ot_pairing
+from icml26.asbm.baselines import FlowMatching, Reflow, ot_pairing, sb_pairing, sb_path
 from icml26.asbm.metrics import frechet_distance, mmd, sliced_w2, straightness
 from icml26.asbm.nets import MLP, TinyUNet
 from icml26.asbm.sde import VPSDE, BrownianSDE, GaussianEnergy
@@ -34,6 +35,7 @@ __all__ = [
     "BrownianSDE",
     "FlowMatching",
     "GaussianEnergy",
+    "Reflow",
     "ReplayBuffer",
     "TinyUNet",
     "adjoint_matching_loss",
@@ -42,6 +44,8 @@ __all__ = [
     "frechet_distance",
     "mmd",
     "ot_pairing",
+    "sb_pairing",
+    "sb_path",
     "sliced_w2",
     "straightness",
 ]

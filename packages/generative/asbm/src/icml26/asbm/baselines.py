@@ -1,9 +1,15 @@
 """Baselines under the same conventions (data at t = 0, the Gaussian prior at t = 1): conditional
-flow matching with the independent coupling (Lipman et al., 2023; Tong et al., 2024 "I-CFM") and
-with minibatch exact optimal transport (Tong et al., 2024 "OT-CFM", pairs from POT's ``ot.emd``).
+flow matching with the independent coupling (Lipman et al., 2023; Tong et al., 2024 "I-CFM"), with
+minibatch exact optimal transport (Tong et al., 2024 "OT-CFM", pairs from POT's ``ot.emd``), and
+with a minibatch entropic-OT coupling and Brownian-bridge paths (Tong et al., 2024 "SB-CFM");
+rectified-flow reflow (Liu et al., 2023) re-fits a flow on the (data, noise) pairs of a first one.
 
-Straight-line paths ``x_t = (1 - t) x0 + t x1`` with target velocity ``x1 - x0``; sampling is Euler
-from t = 1 to 0 with as many network calls as steps.
+I-CFM and OT-CFM use straight-line paths ``x_t = (1 - t) x0 + t x1`` with target velocity
+``x1 - x0``. SB-CFM draws pairs from the Sinkhorn plan with entropic regularisation 2 sigma^2 and
+uses the Brownian bridge ``x_t = (1 - t) x0 + t x1 + sigma sqrt(t (1 - t)) eps`` with target
+``(1 - 2t) / (2 t (1 - t)) (x_t - (1 - t) x0 - t x1) + x1 - x0`` (torchcfm's
+``SchrodingerBridgeConditionalFlowMatcher``; the tests hold these formulas to torchcfm's).
+Sampling is Euler from t = 1 to 0 with as many network calls as steps.
 """
 
 import numpy as np
@@ -13,7 +19,30 @@ from tqdm.auto import tqdm
 
 from icml26.asbm.asbm import _check_data, _ddp, _rank, module_device
 from icml26.asbm.nets import MLP
-from icml26.asbm.sde import GaussianEnergy
+from icml26.asbm.sde import GaussianEnergy, randn
+
+
+def sb_pairing(x0: torch.Tensor, x1: torch.Tensor, sigma: float, gen: torch.Generator
+               ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Indices (i, j) of len(x0) pairs drawn with replacement from the entropic OT plan between
+    the two minibatches (squared Euclidean cost, Sinkhorn with regularisation 2 sigma^2)."""
+    M = torch.cdist(x0.flatten(1), x1.flatten(1)).pow(2).double().cpu().numpy()
+    n, m = M.shape
+    plan = ot.sinkhorn(np.full(n, 1.0 / n), np.full(m, 1.0 / m), M, reg=2 * sigma**2)
+    p = torch.from_numpy(plan).flatten().clamp_min(0)
+    if not torch.isfinite(p).all() or p.sum() <= 0:
+        raise ValueError(f"the Sinkhorn plan failed (sigma={sigma} too small for these costs)")
+    k = torch.multinomial(p / p.sum(), n, replacement=True, generator=gen)
+    return (k // m).to(x0.device), (k % m).to(x1.device)
+
+
+def sb_path(x0, x1, t, eps, sigma: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """SB-CFM's conditional path and target velocity at t (B,): (x_t, u_t)."""
+    tb = t.view(-1, *([1] * (x0.dim() - 1)))
+    mu = (1 - tb) * x0 + tb * x1
+    x_t = mu + sigma * (tb * (1 - tb)).sqrt() * eps
+    u = (1 - 2 * tb) / (2 * tb * (1 - tb)) * (x_t - mu) + (x1 - x0)
+    return x_t, u
 
 
 def ot_pairing(x0: torch.Tensor, x1: torch.Tensor) -> torch.Tensor:
@@ -27,7 +56,8 @@ def ot_pairing(x0: torch.Tensor, x1: torch.Tensor) -> torch.Tensor:
 
 
 class FlowMatching:
-    """Conditional flow matching; ``coupling="independent"`` or ``"ot"`` (minibatch OT)."""
+    """Conditional flow matching; ``coupling="independent"``, ``"ot"`` (minibatch exact OT) or
+    ``"sb"`` (SB-CFM: minibatch entropic OT and Brownian-bridge paths of noise ``sigma``)."""
 
     def __init__(
         self,
@@ -36,10 +66,14 @@ class FlowMatching:
         coupling: str = "independent",
         net=None,
         hidden: int = 256,
+        sigma: float = 0.5,
     ):
-        if coupling not in ("independent", "ot"):
-            raise ValueError(f"coupling must be 'independent' or 'ot', got {coupling!r}")
+        if coupling not in ("independent", "ot", "sb"):
+            raise ValueError(f"coupling must be 'independent', 'ot' or 'sb', got {coupling!r}")
+        if coupling == "sb" and not sigma > 0:
+            raise ValueError(f"SB-CFM needs sigma > 0, got {sigma}")
         self.shape, self.energy, self.coupling = tuple(shape), energy, coupling
+        self.sigma = float(sigma)
         self.net = net or MLP(self.shape, hidden)
         self.losses: list[float] = []
 
@@ -72,17 +106,28 @@ class FlowMatching:
         ):
             x0 = data[torch.randint(0, len(data), (batch_size,), generator=gen).to(data.device)]
             x1 = self.energy.sample(batch_size, self.shape, gen, data.device)
-            if self.coupling == "ot":
-                x1 = x1[ot_pairing(x0, x1)]
-            t = torch.rand(batch_size, generator=gen).to(data.device)
-            tb = t.view(-1, *([1] * len(self.shape)))
-            x_t = (1 - tb) * x0 + tb * x1
-            loss = (net(t, x_t) - (x1 - x0)).pow(2).flatten(1).sum(1).mean()
+            loss = self.loss(net, x0, x1, gen)
             opt.zero_grad()
             loss.backward()
             opt.step()
             self.losses.append(loss.item())
         return self
+
+    def loss(self, net, x0: torch.Tensor, x1: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        """The conditional flow-matching loss of one minibatch of data x0 and prior draws x1
+        (paired here by the coupling)."""
+        t = torch.rand(len(x0), generator=gen).to(x0.device)
+        if self.coupling == "sb":
+            i, j = sb_pairing(x0, x1, self.sigma, gen)
+            t = t.clamp(1e-3, 1 - 1e-3)  # the target's 1 / (t (1 - t)) factor
+            eps = randn(x0.shape, gen, x0.device)
+            x_t, target = sb_path(x0[i], x1[j], t, eps, self.sigma)
+            return (net(t, x_t) - target).pow(2).flatten(1).sum(1).mean()
+        if self.coupling == "ot":
+            x1 = x1[ot_pairing(x0, x1)]
+        tb = t.view(-1, *([1] * len(self.shape)))
+        x_t = (1 - tb) * x0 + tb * x1
+        return (net(t, x_t) - (x1 - x0)).pow(2).flatten(1).sum(1).mean()
 
     @torch.no_grad()
     def sample(
@@ -104,3 +149,45 @@ class FlowMatching:
             x = x - dt * self.net(torch.full((len(x),), t, device=x.device), x)
             traj.append(x)
         return (x, traj) if return_trajectory else x
+
+
+class Reflow(FlowMatching):
+    """Rectified flow with one reflow round (Liu et al., 2023): an independent-coupling flow is
+    fitted for ``first_steps``, its ODE (``teacher_steps`` Euler steps) maps ``n_pairs`` prior
+    draws to data-space points, and the same network is then fitted on those fixed pairs, whose
+    straight paths no longer cross, for the remaining steps. ``nfe`` counts the network
+    evaluations the pairs cost (per sample)."""
+
+    def __init__(self, shape, energy: GaussianEnergy, net=None, hidden: int = 256,
+                 n_pairs: int = 8192, teacher_steps: int = 32):  # fmt: skip
+        super().__init__(shape, energy, "independent", net, hidden)
+        if n_pairs < 2 or teacher_steps < 1:
+            raise ValueError("n_pairs >= 2 and teacher_steps >= 1 needed")
+        self.n_pairs, self.teacher_steps, self.nfe = n_pairs, teacher_steps, 0
+
+    def fit(self, data, steps: int = 3000, batch_size: int = 256, lr: float = 1e-3,
+            seed: int = 0, progress: bool = True, first_steps: int | None = None
+            ) -> "Reflow":  # fmt: skip
+        """``first_steps`` (default half of ``steps``) on the independent coupling, the rest on
+        the flow's own pairs."""
+        first = steps // 2 if first_steps is None else first_steps
+        if not 0 < first < steps:
+            raise ValueError(f"need 0 < first_steps < steps, got {first} of {steps}")
+        super().fit(data, first, batch_size, lr, seed, progress)
+        gen = torch.Generator().manual_seed(seed + 7919)
+        x1 = self.energy.sample(self.n_pairs, self.shape, gen, self.device)
+        x0 = torch.cat([self.sample(x1=c, steps=self.teacher_steps) for c in x1.split(2048)])
+        self.nfe += self.n_pairs * self.teacher_steps
+        net = _ddp(self.net)
+        opt = torch.optim.Adam(net.parameters(), lr=lr)
+        for _ in tqdm(range(steps - first), desc="reflow", disable=not progress or _rank() != 0):
+            idx = torch.randint(0, self.n_pairs, (batch_size,), generator=gen).to(x0.device)
+            a, b = x0[idx], x1[idx]
+            t = torch.rand(batch_size, generator=gen).to(a.device)
+            tb = t.view(-1, *([1] * len(self.shape)))
+            loss = (net(t, (1 - tb) * a + tb * b) - (b - a)).pow(2).flatten(1).sum(1).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            self.losses.append(loss.item())
+        return self
