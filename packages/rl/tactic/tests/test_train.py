@@ -123,3 +123,23 @@ def test_two_ranks_stay_in_sync():
     for key in ("learner", "predictor"):
         for a, b in zip(out[0][key], out[1][key], strict=True):
             torch.testing.assert_close(a, b)
+
+
+def _distributed_resume(ckpt: str):
+    import torch.distributed as dist
+
+    full = train(make_env, arm_config("CASEC"), SMALL)
+    train(make_env, arm_config("CASEC"), SMALL, checkpoint=ckpt, stop_at=480)
+    rest = train(make_env, arm_config("CASEC"), SMALL, checkpoint=ckpt, resume=True)
+    pairs = zip(full.learner.state_dict().values(), rest.learner.state_dict().values(),
+                strict=True)  # fmt: skip
+    same = all(torch.equal(a, b) for a, b in pairs)
+    return {"rank": dist.get_rank(), "same": same, "steps": rest.steps}
+
+
+@pytest.mark.distributed
+def test_two_ranks_resume_exactly_from_their_own_checkpoints(tmp_path):
+    out = run_distributed(_distributed_resume, str(tmp_path), world_size=2)
+    assert all(o["same"] and o["steps"] == SMALL.steps for o in out)
+    assert (tmp_path / "rank0" / "state.json").is_file()
+    assert (tmp_path / "rank1" / "state.json").is_file()
