@@ -273,7 +273,7 @@ def _sumo_experiment(cfg: DemoConfig, device: str, progress: bool) -> dict:
         bar.update()
         for arm in SUMO_ARMS:
 
-            def make_env(num_envs, s, _seed=seed):
+            def make_env(num_envs, s):
                 return SumoGrid(num_seconds=cfg.sumo_seconds, seed=s)
 
             res = train(make_env, arm_config(arm), train_config(cfg, seed, device))

@@ -338,7 +338,7 @@ class ShiftingDependencyParallelEnv(ParallelEnv):
         return None
 
     def close(self):
-        pass
+        """Nothing to release: the game holds no external resources."""
 
 
 def brute_force_best(game: ShiftingDependencyGame, task: int) -> np.ndarray:

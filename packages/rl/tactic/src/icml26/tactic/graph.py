@@ -143,12 +143,12 @@ def max_sum(
     def score(a):
         return q_tot(q, f, edges, a, edge_mask)
 
-    best = beliefs().argmax(-1)
+    b = beliefs()
+    best = b.argmax(-1)
     best_val = score(best)
     for _ in range(iters):
         if E == 0:
             break
-        b = beliefs()
         # i -> j: max over a_i of [belief_i(a_i) - m_ji(a_i) + w(a_i, a_j)]
         into_i = (b[:, src] - m_ji).unsqueeze(-1) + w  # (B, E, A_i, A_j)
         new_ij = into_i.max(2).values
@@ -156,7 +156,8 @@ def max_sum(
         new_ji = into_j.max(3).values
         m_ij = (new_ij - new_ij.mean(-1, keepdim=True)) * edge_mask.unsqueeze(-1)
         m_ji = (new_ji - new_ji.mean(-1, keepdim=True)) * edge_mask.unsqueeze(-1)
-        a = beliefs().argmax(-1)
+        b = beliefs()  # also the next iteration's
+        a = b.argmax(-1)
         val = score(a)
         better = val > best_val
         best = torch.where(better.unsqueeze(-1), a, best)
