@@ -156,6 +156,37 @@ def test_unet_shapes():
     assert model.sample(2, 2).shape == (2, 1, 8, 8)
 
 
+def test_unet_all_four_networks_train_and_distill():
+    """The TinyUNet as u, h (time-free), bridge and generator (time-free), as the demo runs it."""
+    model = ASBM((1, 8, 8), BrownianSDE(0.5), GaussianEnergy(), sim_steps=2,
+                 u_net=TinyUNet(width=8), h_net=TinyUNet(width=8),
+                 bridge_net=TinyUNet(width=8, out_mult=2), generator=TinyUNet(width=8))  # fmt: skip
+    data = torch.randn(16, 1, 8, 8)
+    model.fit_forward(data, 2, 2, 2, batch_size=4, buffer_size=4, corrector_buffer=4,
+                      progress=False, diagnostics=0)  # fmt: skip
+    model.distill(n_pairs=4, teacher_steps=2, steps=2, batch_size=4, progress=False)
+    assert model.sample_distilled(3).shape == (3, 1, 8, 8)
+
+
+def test_compute_is_counted_in_network_evaluations():
+    """Simulation (every buffer), each gradient step at 3 per sample, h's forward pass inside
+    adjoint matching once h is used, the distillation teacher: the counts equal-compute runs use."""
+    model = ASBM((2,), BrownianSDE(0.5), GaussianEnergy(), sim_steps=5, hidden=16)
+    data = torch.randn(64, 2)
+    model.fit_forward(data, rounds=2, adjoint_steps=6, corrector_steps=4, batch_size=8,
+                      buffer_size=32, corrector_buffer=48, resimulate_every=4,
+                      progress=False, diagnostics=16)  # fmt: skip
+    # refreshes: adjoint 2 per round (steps 0 and 4) x 2 rounds of 32; corrector 1 of 48
+    assert model.nfe["simulation"] == 5 * (4 * 32 + 48)  # diagnostics are not counted
+    assert model.nfe["training"] == 3 * 8 * 6 + 4 * 8 * 6 + 3 * 8 * 4
+    model.fit_backward(data, steps=3, batch_size=8, buffer_size=16, progress=False)
+    assert model.nfe["simulation"] == 5 * (4 * 32 + 48 + 16)
+    model.distill(n_pairs=20, teacher_steps=3, steps=2, batch_size=8, progress=False)
+    assert model.nfe["teacher"] == 20 * 3
+    assert model.nfe["training"] == 3 * 8 * 6 + 4 * 8 * 6 + 3 * 8 * 4 + 3 * 8 * 3 + 3 * 8 * 2
+    assert model.log.diagnostics_seconds > 0
+
+
 def _ddp_fit(steps: int):
     torch.manual_seed(0)
     data = torch.randn(256, 2)

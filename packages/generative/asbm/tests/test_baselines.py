@@ -10,7 +10,7 @@ from torchcfm.conditional_flow_matching import (
 from torchcfm.optimal_transport import OTPlanSampler
 
 from icml26.asbm import GaussianEnergy
-from icml26.asbm.baselines import FlowMatching, Reflow, sb_pairing, sb_path
+from icml26.asbm.baselines import FlowMatching, Reflow, ot_pairing, sb_pairing, sb_path
 from icml26.asbm.data import moons
 
 
@@ -36,12 +36,15 @@ def test_sb_pairing_draws_from_torchcfms_entropic_plan():
     plan = OTPlanSampler(method="sinkhorn", reg=2 * sigma**2).get_map(x0, x1)
     counts = np.zeros((6, 6))
     for _ in range(400):
-        i, j = sb_pairing(x0, x1, sigma, g)
+        i, j, exact = sb_pairing(x0, x1, sigma, g)
+        assert not exact
         np.add.at(counts, (i.numpy(), j.numpy()), 1)
     freq = counts / counts.sum()
     assert np.abs(freq - plan / plan.sum()).max() < 0.02
-    with pytest.raises(ValueError, match="Sinkhorn plan failed"):
-        sb_pairing(x0 * 1e4, x1, 1e-4, g)
+    # costs that underflow the kernel: the plan's sigma -> 0 limit, the exact OT permutation
+    i, j, exact = sb_pairing(x0 * 1e4, x1, 1e-4, g)
+    assert exact and i.tolist() == list(range(6))
+    assert j.tolist() == ot_pairing(x0 * 1e4, x1).tolist()
 
 
 def test_sb_cfm_and_reflow_train_and_sample():
@@ -52,7 +55,8 @@ def test_sb_cfm_and_reflow_train_and_sample():
     assert sb.sample(16, 2).shape == (16, 2) and np.isfinite(sb.losses).all()
     rf = Reflow((2,), GaussianEnergy(1.0), hidden=32, n_pairs=256, teacher_steps=4)
     rf.fit(data, steps=40, batch_size=64, progress=False)
-    assert rf.nfe == 256 * 4 and len(rf.losses) == 40
+    assert rf.nfe["teacher"] == 256 * 4 and len(rf.losses) == 40
+    assert rf.nfe["training"] == 3 * 40 * 64  # forward + backward per sample and step
     with pytest.raises(ValueError, match="first_steps"):
         rf.fit(data, steps=10, first_steps=10, progress=False)
     with pytest.raises(ValueError, match="coupling"):

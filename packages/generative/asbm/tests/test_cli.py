@@ -17,7 +17,12 @@ def test_quick_demo_writes_valid_results(tmp_path):
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-asbm"
     assert results["quick"] is True and results["verdict"] == "smoke"
-    assert len(results["claims"]) == 2  # moons only: vs CFM, vs OT-CFM
+    # moons only, one seed: a row per step count 1, 2, 4, 8 and one for the distilled generator
+    assert len(results["claims"]) == 5
+    assert set(results["problems"]["moons"]["metrics"]) >= {"CFM", "OT-CFM", "SB-CFM", "Reflow"}
+    compute = results["problems"]["moons"]["seeds"][0]["compute"]
+    for label in ("CFM", "OT-CFM", "SB-CFM", "Reflow"):  # equal compute, to one gradient step
+        assert abs(compute[label]["nfe"] - compute["ASBM"]["nfe"]) <= 3 * 256
     assert all(c["verdict"] == "smoke" for c in results["claims"])
     assert results["device"] == "cpu"
     assert results["config"]["command"] == "icml26-asbm demo --quick --device cpu"
@@ -77,7 +82,7 @@ def test_demo_needs_the_one_step_point(tmp_path):
     out = run_cli(
         "icml26.asbm", ["demo", "--quick", "--steps", "2", "4", "--out", str(tmp_path)], check=False
     )
-    assert out.returncode == 2 and "must include 1" in out.stderr
+    assert out.returncode == 2 and "must include (1, 2, 4, 8)" in out.stderr
     assert not (tmp_path / "results.json").exists()
 
 
@@ -121,3 +126,23 @@ def test_train_on_your_own_npy_file(tmp_path, capsys):
     ):
         with pytest.raises(ValueError, match=msg):
             load_array(bad)
+
+
+def test_train_a_tinyunet(tmp_path):
+    ckpt = tmp_path / "digits"
+    small = ["--rounds", "1", "--adjoint-steps", "2", "--corrector-steps", "0",
+             "--bridge-steps", "2", "--sim-steps", "2", "--width", "8"]  # fmt: skip
+    assert main(["train", "--data", "digits", "--net", "unet", "--out", str(ckpt), *small]) == 0
+    from icml26.asbm import ASBM
+    from icml26.asbm.data import faces, lfw
+
+    model = ASBM.from_pretrained(ckpt)
+    assert model.sample(2, 2).shape == (2, 1, 8, 8)
+    imgs, is_face = lfw()
+    assert imgs.shape == (200, 1, 24, 24) and is_face.sum() == 100
+    assert faces().shape == (100, 1, 24, 24) and faces().abs().max() <= 1
+
+
+def test_unet_on_vectors_is_a_clear_error(tmp_path, capsys):
+    assert main(["train", "--net", "unet", "--out", str(tmp_path / "m")]) == 2
+    assert "--net unet needs images" in capsys.readouterr().err

@@ -32,6 +32,7 @@ One-step distillation: a generator regressed onto the ODE's endpoints.
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +113,10 @@ def bridge_matching_loss(net, sde: LinearSDE, x0, x1, t):
     return ((x0_hat - x0).pow(2) + (x1_hat - x1).pow(2)).flatten(1).sum(1).mean()
 
 
+TRAIN_COST = 3
+"""Per-sample cost of a gradient step in forward-pass units (a backward pass ~ two forwards)."""
+
+
 def _ddp(module: nn.Module) -> nn.Module:
     if dist.is_available() and dist.is_initialized():
         return nn.parallel.DistributedDataParallel(module)
@@ -132,6 +137,8 @@ class TrainLog:
     distill: list
     rounds: list = field(default_factory=list)
     """Stage-1 diagnostics after each round (see ``ASBM.stage1_diagnostics``)."""
+    diagnostics_seconds: float = 0.0
+    """Wall-clock spent on those diagnostics (measurement, not training)."""
 
 
 class ASBM:
@@ -170,6 +177,10 @@ class ASBM:
         nn.init.zeros_(last.weight)
         nn.init.zeros_(last.bias)
         self.log = TrainLog([], [], [], [])
+        self.nfe = {"simulation": 0, "training": 0, "teacher": 0}
+        """Training compute in per-sample network evaluations: a forward pass on one sample
+        counts 1, a gradient step ``TRAIN_COST`` per sample (forward + backward); diagnostics
+        and sampling for evaluation are not counted."""
 
     @property
     def device(self) -> torch.device:
@@ -236,6 +247,7 @@ class ASBM:
             idx = torch.randint(0, len(data), (size,), generator=gen)
             x0 = data[idx.to(data.device)]
             buffer.fill(x0, self.simulate_forward(x0, gen))
+            self.nfe["simulation"] += size * self.sim_steps
 
         total = rounds * adjoint_steps + (rounds - 1) * corrector_steps
         bar = tqdm(total=total, desc="ASBM stage 1", disable=not progress or _rank() != 0)
@@ -250,22 +262,29 @@ class ASBM:
                     loss.backward()
                     opt_h.step()
                     self.log.corrector.append(loss.item())
+                    self.nfe["training"] += TRAIN_COST * batch_size
                     bar.update()
             for k in range(adjoint_steps):
                 if k % resimulate_every == 0:
                     refresh(buffer_size)
                 x0, x1 = buffer.sample(batch_size, gen)
                 t = torch.rand(batch_size, generator=gen).to(x0.device)
-                loss = adjoint_matching_loss(u, self.h_net, self.sde, self.energy, x0, x1, t)
+                # round 1 runs with h = 0 (h's last layer starts at zero): skip its forward pass
+                h_used = self.h_net if r > 0 else None
+                loss = adjoint_matching_loss(u, h_used, self.sde, self.energy, x0, x1, t)
                 opt_u.zero_grad()
                 loss.backward()
                 opt_u.step()
                 self.log.adjoint.append(loss.item())
+                # u's gradient step, and h's forward pass for the target once h is in use
+                self.nfe["training"] += (TRAIN_COST + (r > 0)) * batch_size
                 bar.update()
             if diagnostics:
+                start = time.perf_counter()
                 self.log.rounds.append(
                     {"round": r + 1, **self.stage1_diagnostics(data, diagnostics, gen)}
                 )
+                self.log.diagnostics_seconds += time.perf_counter() - start
         bar.close()
         return self
 
@@ -332,6 +351,7 @@ class ASBM:
             if k % resimulate_every == 0:
                 idx = torch.randint(0, len(data), (buffer_size,), generator=gen).to(data.device)
                 buffer.fill(data[idx], self.simulate_forward(data[idx], gen))
+                self.nfe["simulation"] += buffer_size * self.sim_steps
             x0, x1 = buffer.sample(batch_size, gen)
             t = torch.rand(batch_size, generator=gen).to(x0.device)
             loss = bridge_matching_loss(net, self.sde, x0, x1, t)
@@ -339,6 +359,7 @@ class ASBM:
             loss.backward()
             opt.step()
             self.log.bridge.append(loss.item())
+            self.nfe["training"] += TRAIN_COST * batch_size
         return self
 
     @torch.no_grad()
@@ -417,6 +438,7 @@ class ASBM:
         gen = torch.Generator().manual_seed(seed + 2)
         x1 = self.energy.sample(n_pairs, self.shape, gen, self.device)
         x0 = torch.cat([self.sample(x1=c, steps=teacher_steps) for c in x1.split(2048)])
+        self.nfe["teacher"] += n_pairs * teacher_steps
         net = _ddp(self.generator)
         opt = torch.optim.Adam(net.parameters(), lr=lr)
         for _ in tqdm(range(steps), desc="distill", disable=not progress or _rank() != 0):
@@ -426,6 +448,7 @@ class ASBM:
             loss.backward()
             opt.step()
             self.log.distill.append(loss.item())
+            self.nfe["training"] += TRAIN_COST * batch_size
         return self
 
     @torch.no_grad()

@@ -12,28 +12,48 @@ uses the Brownian bridge ``x_t = (1 - t) x0 + t x1 + sigma sqrt(t (1 - t)) eps``
 Sampling is Euler from t = 1 to 0 with as many network calls as steps.
 """
 
+import warnings
+
 import numpy as np
 import ot
 import torch
 from tqdm.auto import tqdm
 
-from icml26.asbm.asbm import _check_data, _ddp, _rank, module_device
+from icml26.asbm.asbm import TRAIN_COST, _check_data, _ddp, _rank, module_device
 from icml26.asbm.nets import MLP
 from icml26.asbm.sde import GaussianEnergy, randn
 
 
-def sb_pairing(x0: torch.Tensor, x1: torch.Tensor, sigma: float, gen: torch.Generator
-               ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def sb_pairing(x0: torch.Tensor, x1: torch.Tensor, sigma: float, gen: torch.Generator,
+               max_iter: int = 200) -> tuple[torch.Tensor, torch.Tensor, bool]:  # fmt: skip
     """Indices (i, j) of len(x0) pairs drawn with replacement from the entropic OT plan between
-    the two minibatches (squared Euclidean cost, Sinkhorn with regularisation 2 sigma^2)."""
+    the two minibatches (squared Euclidean cost, Sinkhorn with regularisation 2 sigma^2), and
+    whether the plan had to be replaced by its sigma -> 0 limit.
+
+    When the costs dwarf the regularisation (high dimension: squared distances in the hundreds
+    against 2 sigma^2 = 0.5) the entropic plan is, to machine precision, a permutation, and
+    Sinkhorn either underflows (exp(-M / reg) = 0) or needs thousands of iterations to find it.
+    If it has not matched the marginals (L1 error 1e-3) within ``max_iter`` iterations, the exact
+    OT plan -- the sigma -> 0 limit, ``ot_pairing`` -- is used instead. (torchcfm's SB-CFM uses
+    the exact plan by default, and falls back to the independent coupling when Sinkhorn fails.)
+    """
     M = torch.cdist(x0.flatten(1), x1.flatten(1)).pow(2).double().cpu().numpy()
     n, m = M.shape
-    plan = ot.sinkhorn(np.full(n, 1.0 / n), np.full(m, 1.0 / m), M, reg=2 * sigma**2)
-    p = torch.from_numpy(plan).flatten().clamp_min(0)
-    if not torch.isfinite(p).all() or p.sum() <= 0:
-        raise ValueError(f"the Sinkhorn plan failed (sigma={sigma} too small for these costs)")
-    k = torch.multinomial(p / p.sum(), n, replacement=True, generator=gen)
-    return (k // m).to(x0.device), (k % m).to(x1.device)
+    a, b = np.full(n, 1.0 / n), np.full(m, 1.0 / m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # non-convergence is detected below
+        plan = ot.sinkhorn(a, b, M, reg=2 * sigma**2, numItermax=max_iter)
+    p = torch.from_numpy(plan).flatten()
+    err = np.abs(plan.sum(1) - a).sum() + np.abs(plan.sum(0) - b).sum()
+    if not torch.isfinite(p).all() or not err < 1e-3:
+        if n != m:
+            raise ValueError(f"the Sinkhorn plan failed (sigma={sigma} too small for these "
+                             "costs) and the exact fallback needs equal batch sizes")  # fmt: skip
+        j = ot_pairing(x0, x1)
+        return torch.arange(n, device=x0.device), j, True
+    k = torch.multinomial(p.clamp_min(0) / p.clamp_min(0).sum(), n, replacement=True,
+                          generator=gen)  # fmt: skip
+    return (k // m).to(x0.device), (k % m).to(x1.device), False
 
 
 def sb_path(x0, x1, t, eps, sigma: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,6 +96,10 @@ class FlowMatching:
         self.sigma = float(sigma)
         self.net = net or MLP(self.shape, hidden)
         self.losses: list[float] = []
+        self.nfe = {"training": 0, "teacher": 0}
+        """Training compute in per-sample network evaluations (see ``ASBM.nfe``)."""
+        self.exact_plan_batches = 0
+        """SB-CFM: minibatches whose entropic plan underflowed and used the exact OT plan."""
 
     @property
     def device(self) -> torch.device:
@@ -111,6 +135,7 @@ class FlowMatching:
             loss.backward()
             opt.step()
             self.losses.append(loss.item())
+            self.nfe["training"] += TRAIN_COST * batch_size
         return self
 
     def loss(self, net, x0: torch.Tensor, x1: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
@@ -118,7 +143,8 @@ class FlowMatching:
         (paired here by the coupling)."""
         t = torch.rand(len(x0), generator=gen).to(x0.device)
         if self.coupling == "sb":
-            i, j = sb_pairing(x0, x1, self.sigma, gen)
+            i, j, exact = sb_pairing(x0, x1, self.sigma, gen)
+            self.exact_plan_batches += exact
             t = t.clamp(1e-3, 1 - 1e-3)  # the target's 1 / (t (1 - t)) factor
             eps = randn(x0.shape, gen, x0.device)
             x_t, target = sb_path(x0[i], x1[j], t, eps, self.sigma)
@@ -155,15 +181,15 @@ class Reflow(FlowMatching):
     """Rectified flow with one reflow round (Liu et al., 2023): an independent-coupling flow is
     fitted for ``first_steps``, its ODE (``teacher_steps`` Euler steps) maps ``n_pairs`` prior
     draws to data-space points, and the same network is then fitted on those fixed pairs, whose
-    straight paths no longer cross, for the remaining steps. ``nfe`` counts the network
-    evaluations the pairs cost (per sample)."""
+    straight paths no longer cross, for the remaining steps. ``nfe["teacher"]`` counts the
+    network evaluations the pairs cost."""
 
     def __init__(self, shape, energy: GaussianEnergy, net=None, hidden: int = 256,
                  n_pairs: int = 8192, teacher_steps: int = 32):  # fmt: skip
         super().__init__(shape, energy, "independent", net, hidden)
         if n_pairs < 2 or teacher_steps < 1:
             raise ValueError("n_pairs >= 2 and teacher_steps >= 1 needed")
-        self.n_pairs, self.teacher_steps, self.nfe = n_pairs, teacher_steps, 0
+        self.n_pairs, self.teacher_steps = n_pairs, teacher_steps
 
     def fit(self, data, steps: int = 3000, batch_size: int = 256, lr: float = 1e-3,
             seed: int = 0, progress: bool = True, first_steps: int | None = None
@@ -177,7 +203,7 @@ class Reflow(FlowMatching):
         gen = torch.Generator().manual_seed(seed + 7919)
         x1 = self.energy.sample(self.n_pairs, self.shape, gen, self.device)
         x0 = torch.cat([self.sample(x1=c, steps=self.teacher_steps) for c in x1.split(2048)])
-        self.nfe += self.n_pairs * self.teacher_steps
+        self.nfe["teacher"] += self.n_pairs * self.teacher_steps
         net = _ddp(self.net)
         opt = torch.optim.Adam(net.parameters(), lr=lr)
         for _ in tqdm(range(steps - first), desc="reflow", disable=not progress or _rank() != 0):
@@ -190,4 +216,5 @@ class Reflow(FlowMatching):
             loss.backward()
             opt.step()
             self.losses.append(loss.item())
+            self.nfe["training"] += TRAIN_COST * batch_size
         return self

@@ -12,9 +12,10 @@ import tyro
 
 from icml26.asbm._results import resolve_device
 from icml26.asbm.asbm import ASBM
-from icml26.asbm.data import TOYS, digits, load_array
+from icml26.asbm.data import TOYS, digits, faces, load_array
 from icml26.asbm.demo import DemoConfig, run_demo
 from icml26.asbm.metrics import mmd, sliced_w2
+from icml26.asbm.nets import TinyUNet
 from icml26.asbm.sde import VPSDE, BrownianSDE, GaussianEnergy
 
 
@@ -25,8 +26,12 @@ class TrainConfig:
     out: Path = Path("runs/asbm/model")
     """Checkpoint directory (model.safetensors + config.json)."""
     data: str = "moons"
-    """moons, 8gaussians, checkerboard, digits, or a .npy file of your own (N, ...) samples
-    (standardised: the prior is N(0, I))."""
+    """moons, 8gaussians, checkerboard, digits, faces, or a .npy file of your own (N, ...)
+    samples (standardised: the prior is N(0, I))."""
+    net: str = "mlp"
+    """mlp, or unet (TinyUNet; images (N, C, H, W) with H and W even)."""
+    width: int = 16
+    """TinyUNet base width (a multiple of 8)."""
     reference: str = "brownian"
     """brownian or vp."""
     sigma: float = 0.5
@@ -47,11 +52,15 @@ class TrainConfig:
 def _data(name: str, n: int, seed: int, device) -> torch.Tensor:
     if name == "digits":
         return digits(device)[0]
+    if name == "faces":
+        return faces(device)
     if name in TOYS:
         return TOYS[name](n, seed=seed, device=device)
     if name.endswith(".npy"):
         return load_array(name, device)
-    raise ValueError(f"data must be one of {[*TOYS, 'digits']} or a .npy file, got {name!r}")
+    raise ValueError(
+        f"data must be one of {[*TOYS, 'digits', 'faces']} or a .npy file, got {name!r}"
+    )
 
 
 def run_train(cfg: TrainConfig) -> None:
@@ -61,9 +70,24 @@ def run_train(cfg: TrainConfig) -> None:
         raise ValueError(f"reference must be 'brownian' or 'vp', got {cfg.reference!r}")
     sde = BrownianSDE(cfg.sigma) if cfg.reference == "brownian" else VPSDE(0.1, cfg.beta_max)
     torch.manual_seed(cfg.seed)
+    shape = tuple(data.shape[1:])
+    if cfg.net == "unet":
+        if len(shape) != 3 or shape[1] % 2 or shape[2] % 2 or cfg.width < 8 or cfg.width % 8:
+            raise ValueError(
+                f"--net unet needs images (N, C, H, W) with H, W even and a width that is a "
+                f"multiple of 8; got samples of shape {shape}, width {cfg.width}"
+            )
+        c = shape[0]
+        nets = {"u_net": TinyUNet(c, cfg.width), "h_net": TinyUNet(c, cfg.width),
+                "bridge_net": TinyUNet(c, cfg.width, out_mult=2),
+                "generator": TinyUNet(c, cfg.width)}  # fmt: skip
+    elif cfg.net == "mlp":
+        nets = {}
+    else:
+        raise ValueError(f"net must be 'mlp' or 'unet', got {cfg.net!r}")
     hidden = 512 if data.dim() > 2 else 256
     model = ASBM(
-        tuple(data.shape[1:]), sde, GaussianEnergy(1.0), sim_steps=cfg.sim_steps, hidden=hidden
+        shape, sde, GaussianEnergy(1.0), sim_steps=cfg.sim_steps, hidden=hidden, **nets
     ).to(device)
     model.fit_forward(data, cfg.rounds, cfg.adjoint_steps, cfg.corrector_steps, seed=cfg.seed)
     model.fit_backward(data, cfg.bridge_steps, seed=cfg.seed)

@@ -1,4 +1,4 @@
-"""Offline data: 2-D toys, 8x8 digits (scikit-learn), 25x25 faces (scikit-image's LFW subset).
+"""Offline data: 2-D toys, 8x8 digits (scikit-learn), 24x24 faces (scikit-image's LFW subset).
 
 Every set is made on the CPU (so a seed gives the same points everywhere) and returned on
 ``device``.
@@ -50,13 +50,21 @@ def digits(device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tens
     return x.to(device), torch.tensor(d.target, device=device)
 
 
-def faces(device: str | torch.device = "cpu") -> torch.Tensor:
-    """scikit-image's 200 LFW faces, cropped to (N, 1, 24, 24) and scaled to [-1, 1]."""
+def lfw(device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """scikit-image's LFW subset: 200 images cropped to (N, 1, 24, 24) and scaled to [-1, 1],
+    and labels (1 for the first 100, which are faces; 0 for the 100 background patches)."""
     from skimage.data import lfw_subset
 
     x = torch.tensor(np.asarray(lfw_subset()), dtype=torch.float32)[:, :24, :24]
     x = (x - x.min()) / (x.max() - x.min())
-    return (x * 2 - 1).unsqueeze(1).to(device)
+    labels = (torch.arange(len(x)) < 100).long()
+    return (x * 2 - 1).unsqueeze(1).to(device), labels.to(device)
+
+
+def faces(device: str | torch.device = "cpu") -> torch.Tensor:
+    """The 100 faces of scikit-image's LFW subset, (100, 1, 24, 24) in [-1, 1]."""
+    x, is_face = lfw(device)
+    return x[is_face.bool()]
 
 
 def load_array(path, device: str | torch.device = "cpu") -> torch.Tensor:

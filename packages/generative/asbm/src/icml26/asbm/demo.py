@@ -1,14 +1,24 @@
-"""Quality vs number of sampling steps for ASBM, independent CFM and minibatch OT-CFM, on 2-D moons
-and on 8x8 digits (64-D), with path straightness and a one-step distilled ASBM generator.
+"""Quality vs number of sampling steps at equal training compute: ASBM against independent CFM,
+minibatch OT-CFM, SB-CFM and rectified-flow reflow, on 2-D moons and 8x8 digits (MLPs, several
+seeds) and on 8x8 digits and 24x24 LFW faces with a TinyUNet; plus the one-step distilled ASBM
+generator.
 
-``experiment`` trains and measures; ``verdict`` (pure) compares the one-step MMDs, one row per
-claim and data set.
+Equal compute: ASBM's training is counted in per-sample network evaluations (forward-SDE
+simulation, every gradient step at ``TRAIN_COST`` per sample, the distillation teacher's ODE
+passes and the distillation itself; see ``ASBM.nfe``), and every baseline gets as many gradient
+steps as make its own count equal (reflow pays for its teacher pairs first). Wall-clock seconds
+are measured for every method and reported beside it.
+
+``experiment`` trains and measures; ``verdict`` (pure) gives one row per data set and number of
+steps (and one for the distilled generator): ASBM against the best baseline at that number of
+steps, paired over seeds, a difference inside the 95% interval being a tie.
 """
 
 import json
 import math
+import statistics
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -22,158 +32,324 @@ from icml26.asbm._results import (
     summarise,
     write_results,
 )
-from icml26.asbm.asbm import ASBM
-from icml26.asbm.baselines import FlowMatching
-from icml26.asbm.data import TOYS, digits
+from icml26.asbm.asbm import ASBM, TRAIN_COST
+from icml26.asbm.baselines import FlowMatching, Reflow
+from icml26.asbm.data import TOYS, digits, lfw
 from icml26.asbm.gaussian import gaussian_stage1
-from icml26.asbm.metrics import frechet_distance, mmd, sliced_w2, straightness, train_feature_net
+from icml26.asbm.metrics import (
+    feature_mmd,
+    frechet_distance,
+    mmd,
+    nearest_distance,
+    sliced_w2,
+    straightness,
+    train_feature_net,
+)
+from icml26.asbm.nets import MLP, TinyUNet
 from icml26.asbm.sde import BrownianSDE, GaussianEnergy
 
 PACKAGE = "icml26-asbm"
+BASELINES = ("CFM", "OT-CFM", "SB-CFM", "Reflow")
+"""Every baseline, each trained at ASBM's compute."""
+VERDICT_STEPS = (1, 2, 4, 8)
+"""The few-step regime the claim is about: one verdict row per data set and step count."""
+FRECHET = "frechet (proxy)"
+REFLOW_EPOCHS = 16
+"""Reflow's pair set is sized so its second phase sees each teacher pair about this many times
+(a fixed small set would be revisited hundreds of times at these budgets and overfit)."""
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """ASBM vs CFM vs OT-CFM: quality vs sampling steps on 2-D and 64-D digits."""
+class Budget:
+    """ASBM's training budget on one data set (the baselines get its compute)."""
 
-    quick: bool = False
-    """Small budgets, the 2-D problem only: well under 30 s."""
-    out: Path | None = None
-    """Run folder (default runs/asbm/<timestamp>)."""
-    seed: int = 0
-    toy: str = "moons"
-    """2-D data set: moons, 8gaussians or checkerboard."""
-    sigma: float = 0.5
-    """Brownian reference noise (the entropic regularisation is sigma^2)."""
-    prior_scale: float = 1.0
-    """The prior nu = N(0, s^2 I), E(x) = ||x||^2 / 2 s^2."""
-    steps: tuple[int, ...] = (1, 2, 4, 8, 32)
-    """Sampling steps (= network evaluations) to sweep."""
     rounds: int = 4
     """Stage-1 rounds: adjoint matching, then (rounds - 1) x (corrector matching, adjoint
     matching)."""
     adjoint_steps: int = 400
     corrector_steps: int = 400
+    buffer: int = 4096
+    """Simulated pairs per adjoint-matching buffer (a fresh one every 250 steps)."""
     corrector_buffer: int = 16384
     """Simulated pairs per corrector buffer (a fresh one every 250 steps)."""
     bridge_steps: int = 1200
     """Stage-2 gradient steps."""
+    bridge_buffer: int = 8192
     distill_steps: int = 500
+    distill_pairs: int = 8192
+    """Teacher ODE pairs for the distillation (and for reflow's second round)."""
+    teacher_steps: int = 32
     sim_steps: int = 30
     """Euler-Maruyama steps of the forward SDE."""
-    hidden_2d: int = 256
-    hidden_digits: int = 256
+    batch: int = 256
+
+    def check(self, where: str) -> None:
+        ints = asdict(self)
+        if self.rounds < 1 or any(v < 1 for k, v in ints.items() if k != "corrector_steps"):
+            raise ValueError(f"{where}: every budget entry must be >= 1, got {ints}")
+        if self.corrector_steps < 0:
+            raise ValueError(f"{where}: corrector_steps must be >= 0")
+
+
+IMAGE_BUDGET = Budget(
+    rounds=3,
+    adjoint_steps=300,
+    corrector_steps=300,
+    buffer=2048,
+    corrector_buffer=4096,
+    bridge_steps=900,
+    bridge_buffer=4096,
+    distill_steps=300,
+    distill_pairs=2048,
+    sim_steps=20,
+    batch=128,
+)
+FACE_BUDGET = Budget(
+    rounds=3,
+    adjoint_steps=150,
+    corrector_steps=150,
+    buffer=1024,
+    corrector_buffer=2048,
+    bridge_steps=450,
+    bridge_buffer=2048,
+    distill_steps=150,
+    distill_pairs=1024,
+    sim_steps=16,
+    batch=64,
+)
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """ASBM vs CFM, OT-CFM, SB-CFM and reflow at equal compute: quality vs sampling steps."""
+
+    quick: bool = False
+    """Small budgets, the 2-D problem only, one seed: well under a minute."""
+    out: Path | None = None
+    """Run folder (default runs/asbm/<timestamp>)."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds of the MLP problems (moons, digits) and of TinyUNet digits."""
+    face_seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds of the TinyUNet faces run."""
+    toy: str = "moons"
+    """2-D data set: moons, 8gaussians or checkerboard."""
+    sigma: float = 0.5
+    """Brownian reference noise (the entropic regularisation is sigma^2); SB-CFM uses the
+    same."""
+    prior_scale: float = 1.0
+    """The prior nu = N(0, s^2 I), E(x) = ||x||^2 / 2 s^2."""
+    steps: tuple[int, ...] = (1, 2, 4, 8, 32)
+    """Sampling steps (= network evaluations) to sweep."""
+    vector: Budget = Budget()
+    """ASBM's budget on moons and MLP digits."""
+    image: Budget = IMAGE_BUDGET
+    """ASBM's budget on TinyUNet digits."""
+    face: Budget = FACE_BUDGET
+    """ASBM's budget on TinyUNet faces."""
+    hidden: int = 256
+    """MLP width."""
+    unet_width: int = 16
+    """TinyUNet base width."""
     n_eval: int = 1000
-    """Samples per evaluation (2-D); digits use the held-out set's size."""
+    """Samples per evaluation (2-D); images use the held-out set's size."""
     digits: bool = True
-    """Also run the 64-D digits comparison."""
+    """Run the 64-D digits comparison (MLP)."""
+    images: bool = True
+    """Run the TinyUNet problems (digits, faces)."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
-
-    @property
-    def budget(self) -> int:
-        """Gradient steps ASBM takes in all; each baseline gets the same number."""
-        return (self.rounds * self.adjoint_steps + (self.rounds - 1) * self.corrector_steps
-                + self.bridge_steps)  # fmt: skip
 
     def resolved(self) -> "DemoConfig":
         if not self.quick:
             return self
         return replace(
             self,
-            rounds=2,
-            adjoint_steps=150,
-            corrector_steps=100,
-            corrector_buffer=4096,
-            bridge_steps=500,
-            distill_steps=200,
-            sim_steps=20,
+            seeds=self.seeds[:1],
+            vector=Budget(
+                rounds=2,
+                adjoint_steps=100,
+                corrector_steps=100,
+                buffer=2048,
+                corrector_buffer=2048,
+                bridge_steps=300,
+                bridge_buffer=2048,
+                distill_steps=100,
+                distill_pairs=1024,
+                sim_steps=10,
+            ),
             n_eval=600,
             digits=False,
-            steps=(1, 4, 32),
+            images=False,
+            steps=(1, 2, 4, 8),
         )
 
 
-def _evaluate(sample, test, steps, feature_net=None) -> dict:
+@dataclass
+class Problem:
+    """One data set: train / test tensors, the network family, the budget and the metric."""
+
+    name: str
+    train: torch.Tensor
+    test: torch.Tensor
+    budget: Budget
+    make_net: object
+    """make_net(out_mult, time) -> nn.Module"""
+    metric: str = "mmd"
+    """What the verdict compares: "mmd" (2-D) or the Fréchet proxy (images)."""
+    feature_net: object = None
+    reference: str = "held-out"
+    memorisation: torch.Tensor | None = None
+    """Training images to measure nearest-neighbour distances to (when scored on them)."""
+    extra: dict = field(default_factory=dict)
+
+
+def _scores(x, p: "Problem") -> dict:
+    row = {"mmd": mmd(x, p.test), "sw2": sliced_w2(x, p.test)}
+    if p.feature_net is not None:
+        row[FRECHET] = frechet_distance(p.feature_net, x, p.test)
+        row["feature mmd"] = feature_mmd(p.feature_net, x, p.test)
+    if p.memorisation is not None:
+        row["nn distance to train"] = nearest_distance(x, p.memorisation)
+    return row
+
+
+def _evaluate(sample, p: "Problem", steps) -> dict:
     rows = {}
     for s in steps:
         x, traj = sample(s)
-        row = {"mmd": mmd(x, test), "sw2": sliced_w2(x, test), "straightness": straightness(traj)}
-        if feature_net is not None:
-            row["frechet (proxy)"] = frechet_distance(feature_net, x, test)
-        rows[str(s)] = row  # str keys: the dict is stored as JSON as it is
+        # str keys: the dict is stored as JSON as it is
+        rows[str(s)] = {**_scores(x, p), "straightness": straightness(traj)}
     return rows
 
 
-def _problem(name, train, test, cfg, hidden, feature_net=None) -> tuple[dict, dict]:
-    """Train ASBM and both baselines on one data set, on the device of ``train``; (measurements,
-    sample grids). Sampling draws from a seeded CPU generator, moved to that device."""
-    shape = tuple(train.shape[1:])
+def _run_seed(p: Problem, cfg: DemoConfig, seed: int) -> tuple[dict, dict]:
+    """Train ASBM, then every baseline at ASBM's compute, on one seed; (measurements, grids)."""
+    b, shape, train, test = p.budget, tuple(p.train.shape[1:]), p.train, p.test
     energy = GaussianEnergy(cfg.prior_scale)
-    g = torch.Generator().manual_seed(cfg.seed + 7)
+    g = torch.Generator().manual_seed(seed + 7)
     n = len(test)
-    torch.manual_seed(cfg.seed)
-    model = ASBM(shape, BrownianSDE(cfg.sigma), energy, sim_steps=cfg.sim_steps, hidden=hidden)
+    torch.manual_seed(seed)
+    model = ASBM(shape, BrownianSDE(cfg.sigma), energy, sim_steps=b.sim_steps,
+                 u_net=p.make_net(1, True), h_net=p.make_net(1, False),
+                 bridge_net=p.make_net(2, True), generator=p.make_net(1, False))  # fmt: skip
     model.to(train.device)
-    model.fit_forward(train, cfg.rounds, cfg.adjoint_steps, cfg.corrector_steps,
-                      corrector_buffer=cfg.corrector_buffer, seed=cfg.seed)  # fmt: skip
+    start = time.perf_counter()
+    model.fit_forward(train, b.rounds, b.adjoint_steps, b.corrector_steps, batch_size=b.batch,
+                      buffer_size=b.buffer, corrector_buffer=b.corrector_buffer,
+                      seed=seed)  # fmt: skip
+    model.fit_backward(train, b.bridge_steps, batch_size=b.batch, buffer_size=b.bridge_buffer,
+                       seed=seed)  # fmt: skip
+    model.distill(b.distill_pairs, b.teacher_steps, b.distill_steps, b.batch, seed=seed)
+    asbm_seconds = time.perf_counter() - start - model.log.diagnostics_seconds
+    budget = sum(model.nfe.values())
+    compute = {"ASBM": {"nfe": budget, "seconds": asbm_seconds, "parts": dict(model.nfe)}}
     # the same iteration in closed form if the data were Gaussian with independent coordinates
     # of the training set's means and variances: the speed an exact stage 1 would converge at
     exact = gaussian_stage1(train.mean(0).cpu(), train.var(0).cpu().clamp_min(1e-6),
-                            model.sde, cfg.prior_scale, cfg.rounds)  # fmt: skip
+                            model.sde, cfg.prior_scale, b.rounds)  # fmt: skip
     rounds = [{**row, "gaussian_reference_mean": float(e.mean.mean()),
                "gaussian_reference_std": float(e.var.sqrt().mean())}
               for row, e in zip(model.log.rounds, exact, strict=True)]  # fmt: skip
     x1 = model.simulate_forward(test)
-    model.fit_backward(train, cfg.bridge_steps, seed=cfg.seed)
-    model.distill(steps=cfg.distill_steps, seed=cfg.seed)
     results = {
         "ASBM": _evaluate(
-            lambda s: model.sample(n, s, generator=g, return_trajectory=True),
-            test,
+            lambda s: model.sample(n, s, generator=g, return_trajectory=True), p, cfg.steps
+        ),
+        "ASBM (SDE sampler)": _evaluate(
+            lambda s: model.sample(n, s, method="sde", generator=g, return_trajectory=True),
+            p,
             cfg.steps,
-            feature_net,
-        )
+        ),
     }
-    results["ASBM (SDE sampler)"] = _evaluate(
-        lambda s: model.sample(n, s, method="sde", generator=g, return_trajectory=True),
-        test,
-        cfg.steps,
-        feature_net,
-    )
     xd = model.sample_distilled(n, g)
-    results["ASBM distilled (1 step)"] = {
-        "1": {"mmd": mmd(xd, test), "sw2": sliced_w2(xd, test), "straightness": 1.0}
-    }
-    if feature_net is not None:
-        results["ASBM distilled (1 step)"]["1"]["frechet (proxy)"] = frechet_distance(
-            feature_net, xd, test
-        )
+    results["ASBM distilled (1 step)"] = {"1": {**_scores(xd, p), "straightness": 1.0}}
     samples = {
         "data": test[:64],
         "ASBM 1 step": model.sample(64, 1, generator=g),
+        "ASBM 4 steps": model.sample(64, 4, generator=g),
         "ASBM distilled": xd[:64],
     }
-    for coupling, label in (("independent", "CFM"), ("ot", "OT-CFM")):
-        torch.manual_seed(cfg.seed)
-        fm = FlowMatching(shape, energy, coupling, hidden=hidden).to(train.device)
-        fm.fit(train, cfg.budget, seed=cfg.seed)
+    per_step = TRAIN_COST * b.batch
+    for label in BASELINES:
+        torch.manual_seed(seed)
+        if label == "Reflow":
+            # pairs p with (budget - T p) / (2 * per_step) * batch / p = REFLOW_EPOCHS
+            pairs = max(2 * b.batch, round(budget / (2 * TRAIN_COST * REFLOW_EPOCHS
+                                                     + b.teacher_steps)))  # fmt: skip
+            fm = Reflow(shape, energy, p.make_net(1, True), n_pairs=pairs,
+                        teacher_steps=b.teacher_steps)  # fmt: skip
+            steps = round((budget - pairs * b.teacher_steps) / per_step)
+        else:
+            coupling = {"CFM": "independent", "OT-CFM": "ot", "SB-CFM": "sb"}[label]
+            fm = FlowMatching(shape, energy, coupling, p.make_net(1, True), sigma=cfg.sigma)
+            steps = round(budget / per_step)
+        fm.to(train.device)
+        start = time.perf_counter()
+        fm.fit(train, max(steps, 2), batch_size=b.batch, seed=seed)
+        compute[label] = {
+            "nfe": sum(fm.nfe.values()),
+            "seconds": time.perf_counter() - start,
+            "gradient steps": len(fm.losses),
+        }
+        if label == "SB-CFM":  # minibatches whose entropic plan underflowed to the exact one
+            compute[label]["exact-plan batches"] = fm.exact_plan_batches
+        if label == "Reflow":
+            compute[label]["pairs"] = fm.n_pairs
         results[label] = _evaluate(
-            lambda s, fm=fm: fm.sample(n, s, generator=g, return_trajectory=True),
-            test,
-            cfg.steps,
-            feature_net,
+            lambda s, fm=fm: fm.sample(n, s, generator=g, return_trajectory=True), p, cfg.steps
         )
         samples[f"{label} 1 step"] = fm.sample(64, 1, generator=g)
-    stage1 = {"x1 mean": x1.mean().item(), "x1 std": x1.std().item(), "target std": cfg.prior_scale}
     measured = {
         "metrics": results,
-        "stage 1 terminal": stage1,
+        "compute": compute,
+        "stage 1 terminal": {"x1 mean": x1.mean().item(), "x1 std": x1.std().item()},
         "stage 1 rounds": rounds,
-        "n test": n,
-        "device": str(xd.device),
     }
     return measured, {k: v.tolist() for k, v in samples.items()}
+
+
+def _aggregate(per_seed: list[dict]) -> dict:
+    """Mean (and std over seeds) of every metric: ``metrics[method][steps][name]``."""
+    out = {}
+    first = per_seed[0]["metrics"]
+    for method, rows in first.items():
+        out[method] = {}
+        for s, row in rows.items():
+            agg = {}
+            for key in row:
+                vals = [r["metrics"][method][s][key] for r in per_seed]
+                agg[key] = statistics.fmean(vals)
+                if len(vals) > 1:
+                    agg[f"{key} std"] = statistics.stdev(vals)
+            out[method][s] = agg
+    return out
+
+
+def _run_problem(problem_for, cfg: DemoConfig, seeds) -> tuple[dict, dict]:
+    """``problem_for(seed) -> Problem`` trained and measured on every seed."""
+    per_seed, grids = [], None
+    for seed in seeds:
+        p = problem_for(seed)
+        print(f"== {p.name}, seed {seed}")
+        measured, samples = _run_seed(p, cfg, seed)
+        per_seed.append({"seed": seed, **measured})
+        grids = grids or samples
+    ratio = {
+        m: statistics.fmean(r["compute"][m]["seconds"] / r["compute"]["ASBM"]["seconds"]
+                            for r in per_seed)
+        for m in per_seed[0]["compute"]
+    }  # fmt: skip
+    return {
+        "metric": p.metric,
+        "reference": p.reference,
+        "n test": len(p.test),
+        "metrics": _aggregate(per_seed),
+        "seeds": per_seed,
+        "wall-clock vs ASBM": ratio,
+        "stage 1 terminal": per_seed[0]["stage 1 terminal"],
+        "stage 1 rounds": per_seed[0]["stage 1 rounds"],
+        **p.extra,
+    }, grids
 
 
 def _check(cfg: DemoConfig) -> None:
@@ -182,110 +358,189 @@ def _check(cfg: DemoConfig) -> None:
             raise ValueError(f"toy must be one of {sorted(TOYS)}, got {c.toy!r}")
         if not c.steps or min(c.steps) < 1:
             raise ValueError(f"steps must be a non-empty tuple of integers >= 1, got {c.steps}")
-        if 1 not in c.steps:
-            raise ValueError(f"steps must include 1 (the claims are about one step), got {c.steps}")
+        if not set(VERDICT_STEPS) <= set(c.steps):
+            raise ValueError(
+                f"steps must include {VERDICT_STEPS} (the claims are about them), got {c.steps}"
+            )
+        if not c.seeds or (c.images and not c.face_seeds):
+            raise ValueError("seeds (and face_seeds when images run) must not be empty")
         if not c.sigma > 0 or not c.prior_scale > 0:
             raise ValueError("sigma and prior_scale must be positive")
+        if c.hidden < 1 or c.unet_width < 8 or c.unet_width % 8:
+            raise ValueError("hidden must be >= 1 and unet_width a multiple of 8")
+        for name in ("vector", "image", "face"):
+            getattr(c, name).check(name)
+
+
+def _mlp(shape, hidden):
+    return lambda out_mult, time: MLP(shape, hidden, out_mult=out_mult, time=time)
+
+
+def _unet(width):
+    return lambda out_mult, time: TinyUNet(1, width, out_mult=out_mult)
 
 
 def experiment(cfg: DemoConfig) -> dict:
-    """Train and evaluate every method on the 2-D toy (and digits); return the measurements.
+    """Train and evaluate every method on every data set; return the measurements.
 
-    ``problems[name]["metrics"][method][str(steps)]`` holds MMD, sliced W2, straightness (and the
-    Fréchet proxy on digits); ``samples[name]`` the 64-sample grids the plots show.
+    ``problems[name]["metrics"][method][str(steps)]`` holds the seed means (and stds) of MMD,
+    sliced W2, straightness (and the Fréchet proxy on images); ``problems[name]["seeds"]`` every
+    seed's own numbers and compute; ``samples[name]`` the first seed's sample grids.
     """
     _check(cfg)
     device = resolve_device(cfg.device)
     cfg = cfg.resolved()
-    torch.manual_seed(cfg.seed)
     problems, samples = {}, {}
     toy = TOYS[cfg.toy]
-    problems[cfg.toy], samples[cfg.toy] = _problem(
-        cfg.toy,
-        toy(8000, seed=cfg.seed, device=device),
-        toy(cfg.n_eval, seed=cfg.seed + 1, device=device),
-        cfg,
-        cfg.hidden_2d,
-    )
-    if cfg.digits:
+
+    def toy_problem(seed):  # the toy's points are drawn afresh for each seed, in one draw
+        x = toy(8000 + cfg.n_eval, seed=seed, device=device)  # (standardised together)
+        return Problem(cfg.toy, x[:8000], x[8000:], cfg.vector, _mlp((2,), cfg.hidden))
+
+    problems[cfg.toy], samples[cfg.toy] = _run_problem(toy_problem, cfg, cfg.seeds)
+    if cfg.digits or cfg.images:
         x, y = digits()
-        perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(cfg.seed))
+        perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(0))
         x, y = x[perm].to(device), y[perm].to(device)
         train, test = x[:1300], x[1300:]
-        fnet = train_feature_net(train, y[:1300], seed=cfg.seed)
-        problems["digits"], samples["digits"] = _problem(
-            "digits", train, test, cfg, cfg.hidden_digits, fnet
+        fnet = train_feature_net(train, y[:1300], seed=0)
+        extra = {"frechet (proxy) train vs test": frechet_distance(fnet, train[: len(test)], test)}
+        runs = []
+        if cfg.digits:
+            runs.append(("digits", cfg.vector, _mlp((1, 8, 8), cfg.hidden)))
+        if cfg.images:
+            runs.append(("digits (TinyUNet)", cfg.image, _unet(cfg.unet_width)))
+        for name, budget, make in runs:
+            p = Problem(name, train, test, budget, make, FRECHET, fnet, extra=extra)
+            problems[name], samples[name] = _run_problem(lambda _, p=p: p, cfg, cfg.seeds)
+    if cfg.images:
+        imgs, is_face = lfw(device)
+        faces = imgs[is_face.bool()]
+        train = torch.cat([faces, faces.flip(-1)])  # horizontal flips: 200 training faces
+        # 32 features: a Fréchet distance on 100 samples needs a small covariance
+        fnet = train_feature_net(torch.cat([imgs, imgs.flip(-1)]), torch.cat([is_face] * 2),
+                                 seed=0, width=32)  # fmt: skip
+        others = torch.cdist(faces.flatten(1), faces.flatten(1)) + 1e9 * torch.eye(
+            len(faces), device=device
         )
-        problems["digits"]["frechet (proxy) train vs test"] = frechet_distance(
-            fnet, train[: len(test)], test
-        )
-    devices = {name: p.pop("device") for name, p in problems.items()}
-    return {
-        "steps": sorted(cfg.steps),
-        "budget": cfg.budget,
-        "problems": problems,
-        "samples": samples,
-        "device": devices[cfg.toy],
-    }
+        floor = {
+            "frechet (proxy) flipped vs training faces": frechet_distance(
+                fnet, faces.flip(-1), faces
+            ),
+            "feature mmd flipped vs training faces": feature_mmd(fnet, faces.flip(-1), faces),
+            # each face's nearest other face (itself and its flip are not in ``faces``)
+            "nn distance between training faces": others.min(1).values.mean().item(),
+        }
+        p = Problem("faces (TinyUNet)", train, faces, cfg.face, _unet(cfg.unet_width), FRECHET,
+                    fnet, reference="the 100 training faces (no held-out split)",
+                    memorisation=train, extra=floor)  # fmt: skip
+        problems[p.name], samples[p.name] = _run_problem(lambda _: p, cfg, cfg.face_seeds)
+    return {"steps": sorted(cfg.steps), "problems": problems, "samples": samples,
+            "device": str(device)}  # fmt: skip
 
 
-OT_FACTOR = 1.5
-"""'At least as good as OT-CFM': one-step MMD at most this factor above OT-CFM's."""
+def paired_interval(diffs: list[float]) -> tuple[float, float, float]:
+    """Mean of per-seed differences and its 95% t-interval (nan bounds for one seed)."""
+    m = statistics.fmean(diffs)
+    if len(diffs) < 2:
+        return m, math.nan, math.nan
+    from scipy.stats import t
+
+    half = t.ppf(0.975, len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+    return m, m - half, m + half
 
 
-def _cfm_row(name: str, p: dict, steps: list[int]) -> dict:
-    m, top = p["metrics"], str(max(steps))
-    a, c = m["ASBM"]["1"]["mmd"], m["CFM"]["1"]["mmd"]
+def _value(v) -> float:
+    """A metric as stored: None (a non-finite number in JSON) counts as infinitely bad."""
+    return math.inf if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+def _compare(name: str, p: dict, method: str, k: str, claim: str) -> dict:
+    """``method`` at k steps against every baseline at k steps, each difference paired over
+    seeds: better than all (every interval below 0) is reproduced, worse than any (an interval
+    above 0) is not, anything else a tie with at least one (partly)."""
+    metric, seeds = p["metric"], p["seeds"]
+    mk = "1" if method.endswith("(1 step)") else k
+    mine = _value(p["metrics"][method][mk][metric])
+    parts, his, los = [], [], []
+    for b in BASELINES:
+        diffs = [_value(r["metrics"][method][mk][metric]) - _value(r["metrics"][b][k][metric])
+                 for r in seeds]  # fmt: skip
+        if any(math.isnan(d) or d == math.inf for d in diffs):
+            mean = lo = hi = math.inf  # the method failed (non-finite metric) on some seed
+        elif any(d == -math.inf for d in diffs):
+            mean = lo = hi = -math.inf  # the baseline failed where the method did not
+        else:
+            mean, lo, hi = paired_interval(diffs)
+        his.append(hi)
+        los.append(lo)
+        ci = "" if len(seeds) < 2 else f" [{lo:+.3g}, {hi:+.3g}]"
+        parts.append(f"{b} {_value(p['metrics'][b][k][metric]):.4g} (diff {mean:+.3g}{ci})")
+    sw2 = ", ".join(f"{m} {_value(p['metrics'][m][mk if m == method else k]['sw2']):.3g}"
+                    for m in (method, *BASELINES))  # fmt: skip
     evidence = (
-        f"1-step MMD ASBM {a:.4f} vs independent CFM {c:.4f}; path length / chord at {top} "
-        f"steps ASBM {m['ASBM'][top]['straightness']:.2f} vs CFM "
-        f"{m['CFM'][top]['straightness']:.2f}; {p['n test']} test samples, 1 seed. "
-        "Rule: ASBM's MMD lower"
+        f"{metric}, seed mean, against {p.get('reference', 'held-out')} data: {method} "
+        f"{mine:.4g}; at {k} step(s): {'; '.join(parts)}. Sliced W2: {sw2}"
     )
-    verdict = "reproduced" if a < c else "not reproduced"
-    return claim_row(f"{name}: 1-step ASBM beats independent CFM (MMD)", verdict, evidence)
-
-
-def _ot_row(name: str, p: dict) -> dict:
-    m = p["metrics"]
-    a, o = m["ASBM"]["1"]["mmd"], m["OT-CFM"]["1"]["mmd"]
-    evidence = (
-        f"1-step MMD ASBM {a:.4f} vs minibatch OT-CFM {o:.4f} (distilled ASBM "
-        f"{m['ASBM distilled (1 step)']['1']['mmd']:.4f}); {p['n test']} test samples, 1 seed. "
-        f"Rule: ASBM's MMD <= {OT_FACTOR:g}x OT-CFM's"
+    if len(seeds) < 2:
+        verdict = "untestable here"
+        evidence += ("; one seed: no interval, so no verdict at this budget (more seeds: "
+                     "--seeds / --face-seeds)")  # fmt: skip
+    else:
+        evidence += f"; 95% t-intervals of the paired differences over {len(seeds)} seeds"
+        if all(h < 0 for h in his):
+            verdict = "reproduced"
+        elif any(lo > 0 for lo in los):
+            verdict = "not reproduced"
+        else:
+            verdict = "partly"
+            evidence += " (a tie with at least one baseline, none significantly better)"
+    evidence += (
+        ". Rule: better than every baseline (all intervals below 0) reproduced; "
+        "any baseline better (an interval above 0) not reproduced; otherwise partly"
     )
-    verdict = "reproduced" if a <= OT_FACTOR * o else "not reproduced"
-    claim = f"{name}: 1-step ASBM at least as good as OT-CFM (MMD within {OT_FACTOR:g}x)"
-    return claim_row(claim, verdict, evidence)
+    return claim_row(f"{name}: {claim}", verdict, evidence)
 
 
 def verdict(results: dict) -> tuple[list[dict], str]:
-    """Per data set: does 1-step ASBM beat independent CFM, and match minibatch OT-CFM?"""
+    """One row per data set and step count in 1, 2, 4, 8 (ASBM's ODE sampler against every
+    equal-compute baseline at that many steps), and one for the distilled one-step generator
+    against every one-step baseline."""
     claims = []
     for name, p in results["problems"].items():
-        claims += [_cfm_row(name, p, results["steps"]), _ot_row(name, p)]
+        for k in VERDICT_STEPS:
+            if str(k) in p["metrics"]["ASBM"]:
+                claims.append(_compare(name, p, "ASBM", str(k),
+                                       f"ASBM at {k} step(s) better than every equal-compute "
+                                       "baseline"))  # fmt: skip
+        claims.append(_compare(name, p, "ASBM distilled (1 step)", "1",
+                               "distilled 1-step ASBM better than every equal-compute 1-step "
+                               "baseline"))  # fmt: skip
     return claims, summarise([c["verdict"] for c in claims])
 
 
 def _metrics(results: dict) -> dict:
-    method, baseline, top = {}, {}, str(max(results["steps"]))
+    method, baseline = {}, {}
     for name, p in results["problems"].items():
-        m = p["metrics"]
+        m, key = p["metrics"], p["metric"]
         for label in ("ASBM", "ASBM distilled (1 step)"):
-            method[f"{name} {label} 1-step MMD"] = m[label]["1"]["mmd"]
-        method[f"{name} ASBM straightness @{top}"] = m["ASBM"][top]["straightness"]
-        for label in ("CFM", "OT-CFM"):
-            baseline[f"{name} {label} 1-step MMD"] = m[label]["1"]["mmd"]
-            baseline[f"{name} {label} straightness @{top}"] = m[label][top]["straightness"]
+            method[f"{name} {label} 1-step {key}"] = m[label]["1"][key]
+        for k in VERDICT_STEPS[1:]:
+            if str(k) in m["ASBM"]:
+                method[f"{name} ASBM {k}-step {key}"] = m["ASBM"][str(k)][key]
+        for label in BASELINES:
+            baseline[f"{name} {label} 1-step {key}"] = m[label]["1"][key]
     return {"method": _clean(method), "baseline": _clean(baseline)}
 
 
 def _headline(results: dict) -> str:
-    return "; ".join(
-        f"{n}: 1-step MMD ASBM {p['metrics']['ASBM']['1']['mmd']:.3g} / CFM "
-        f"{p['metrics']['CFM']['1']['mmd']:.3g} / OT-CFM {p['metrics']['OT-CFM']['1']['mmd']:.3g}"
-        for n, p in results["problems"].items()
-    )
+    parts = []
+    for n, p in results["problems"].items():
+        m, key = p["metrics"], p["metric"]
+        best = min(BASELINES, key=lambda b: _value(m[b]["1"][key]))
+        parts.append(f"{n}: 1-step {key} ASBM {m['ASBM']['1'][key]:.3g} / best baseline "
+                     f"({best}) {m[best]['1'][key]:.3g}")  # fmt: skip
+    return "; ".join(parts)
 
 
 def run_demo(cfg: DemoConfig) -> dict:
@@ -300,8 +555,8 @@ def run_demo(cfg: DemoConfig) -> dict:
     results = {
         "package": PACKAGE,
         "version": _version(),
-        "experiment": f"quality vs sampling steps, ASBM vs CFM vs OT-CFM ({run.budget} gradient "
-        f"steps each) on {', '.join(measured['problems'])}",
+        "experiment": "quality vs sampling steps at equal training compute, ASBM vs CFM, "
+        f"OT-CFM, SB-CFM and reflow, on {', '.join(measured['problems'])}",
         "claim": "a learned Schrödinger-bridge coupling gives nearly straight paths: good samples "
         "in very few steps, beyond what minibatch OT couplings give in high dimension",
         "headline": _headline(measured),
@@ -314,7 +569,8 @@ def run_demo(cfg: DemoConfig) -> dict:
             **json.loads(json.dumps(asdict(run), default=str)),
             "command": demo_command("icml26-asbm", cfg),
         },
-        "seed": cfg.seed,
+        "seed": run.seeds[0],
+        "seeds": list(run.seeds),
         "device": measured["device"],
         "torch": torch.__version__,
         "steps": measured["steps"],  # with "problems": what verdict() reads
@@ -326,7 +582,8 @@ def run_demo(cfg: DemoConfig) -> dict:
     plot_quality(measured["problems"], out / "quality_vs_steps.png")
     plot_rounds(measured["problems"], cfg.prior_scale, out / "stage1_rounds.png")
     for name, grid in measured["samples"].items():
-        plot_samples({k: torch.tensor(v) for k, v in grid.items()}, out / f"samples_{name}.png")
+        slug = name.replace(" (TinyUNet)", "_unet").replace(" ", "_")
+        plot_samples({k: torch.tensor(v) for k, v in grid.items()}, out / f"samples_{slug}.png")
     _print(measured["problems"], results, out)
     return results
 
@@ -341,6 +598,8 @@ def _finite_tree(obj):
     """The measurements as strict JSON: a non-finite number becomes None."""
     if isinstance(obj, dict):
         return {k: _finite_tree(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite_tree(v) for v in obj]
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
@@ -354,21 +613,20 @@ def _version() -> str:
 
 def _print(problems: dict, results: dict, out: Path) -> None:
     for name, p in problems.items():
-        m = p["metrics"]
+        m, key = p["metrics"], p["metric"]
         steps = list(m["ASBM"])
-        print(f"\n{name}: MMD (straightness) by sampling steps")
-        print(f"{'method':<26}" + "".join(f"{s:>16}" for s in steps))
+        print(f"\n{name}: {key} (seed mean; straightness) by sampling steps, "
+              f"{len(p['seeds'])} seed(s)")  # fmt: skip
+        print(f"{'method':<26}" + "".join(f"{s:>18}" for s in steps) + "   wall-clock / ASBM")
         for label, rows in m.items():
             cells = "".join(
-                f"{rows[s]['mmd']:>9.4f} ({rows[s]['straightness']:.2f})"
-                if s in rows
-                else f"{'':>16}"
-                for s in steps
-            )
-            print(f"{label:<26}{cells}")
-        print(f"stage-1 terminal: {p['stage 1 terminal']}")
-        print("stage-1 rounds: terminal mean / std (Gaussian reference), MMD to the prior, "
-              "corrector loss (affine floor)")  # fmt: skip
+                f"{rows[s][key]:>11.4g} ({rows[s]['straightness']:.2f})" if s in rows
+                else f"{'':>18}" for s in steps
+            )  # fmt: skip
+            ratio = p["wall-clock vs ASBM"].get(label)
+            print(f"{label:<26}{cells}" + (f"   {ratio:.2f}" if ratio else ""))
+        print("stage-1 rounds (first seed): terminal mean / std (Gaussian reference), MMD to the "
+              "prior, corrector loss (affine floor)")  # fmt: skip
         for r in p["stage 1 rounds"]:
             print(f"  {r['round']}: {r['terminal_mean']:+.3f} / {r['terminal_std']:.3f} "
                   f"({r['gaussian_reference_mean']:+.3f} / {r['gaussian_reference_std']:.3f}), "

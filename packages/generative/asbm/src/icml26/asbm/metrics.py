@@ -49,6 +49,12 @@ def straightness(trajectory: list[torch.Tensor]) -> float:
     return (length / chord).mean().item()
 
 
+def nearest_distance(x: torch.Tensor, ref: torch.Tensor) -> float:
+    """Mean over x of the Euclidean distance to its nearest neighbour in ref (a memorisation
+    check: samples that copy training images sit at ~0)."""
+    return torch.cdist(x.flatten(1).double(), ref.flatten(1).double()).min(1).values.mean().item()
+
+
 class FeatureNet(nn.Module):
     """A small MLP classifier whose penultimate layer gives the features of the Fréchet proxy."""
 
@@ -64,11 +70,11 @@ class FeatureNet(nn.Module):
 
 
 def train_feature_net(
-    x: torch.Tensor, y: torch.Tensor, epochs: int = 30, seed: int = 0
+    x: torch.Tensor, y: torch.Tensor, epochs: int = 30, seed: int = 0, width: int = 128
 ) -> FeatureNet:
-    """Train the proxy's classifier on x's device."""
+    """Train the proxy's classifier on x's device; its features have ``width`` dimensions."""
     torch.manual_seed(seed)
-    net = FeatureNet(x[0].numel(), int(y.max()) + 1).to(x.device)
+    net = FeatureNet(x[0].numel(), int(y.max()) + 1, width).to(x.device)
     y = y.to(x.device)
     opt = torch.optim.Adam(net.parameters(), lr=2e-3)
     for _ in range(epochs):
@@ -78,6 +84,13 @@ def train_feature_net(
             loss.backward()
             opt.step()
     return net.eval()
+
+
+@torch.no_grad()
+def feature_mmd(net: FeatureNet, x: torch.Tensor, y: torch.Tensor) -> float:
+    """The MMD of ``mmd`` on the classifier's features (a kernel distance: unbiased, so usable
+    with few samples where the Fréchet distance's covariance estimate is poor)."""
+    return mmd(net.body(x), net.body(y))
 
 
 @torch.no_grad()

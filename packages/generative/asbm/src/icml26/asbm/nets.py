@@ -107,7 +107,9 @@ class TinyUNet(nn.Module):
         self.up2 = _Block(2 * width, width, t_dim)
         self.out = nn.Conv2d(width, out_mult * channels, 3, padding=1)
 
-    def forward(self, t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, t: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor:
+        if t is None:  # a time-free use (the corrector h(x1), the one-step generator)
+            t = torch.zeros(len(x), device=x.device)
         temb = self.temb(time_embedding(t, self.t_dim))
         h0 = self.down1(self.inp(x), temb)  # (B, w, H, W)
         h1 = self.down2(torch.nn.functional.avg_pool2d(h0, 2), temb)  # (B, 2w, H/2, W/2)

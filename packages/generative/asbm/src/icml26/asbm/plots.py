@@ -20,36 +20,31 @@ def _save(fig, path: Path) -> None:
 
 
 def plot_quality(problems: dict, path: Path) -> None:
-    """MMD and straightness vs steps: ``problems[name]["metrics"][method][str(steps)]``."""
+    """The verdict's metric (seed mean, bars: std over seeds) and straightness vs steps:
+    ``problems[name]["metrics"][method][str(steps)]``, metric name in ``problems[name]["metric"]``.
+    """
     fig, axes = plt.subplots(2, len(problems), figsize=(5.5 * len(problems), 7), squeeze=False)
     for j, (name, p) in enumerate(problems.items()):
+        key = p.get("metric", "mmd")
         for i, (label, rows) in enumerate(p["metrics"].items()):
             steps = sorted(rows, key=int)  # keys are step counts as strings
             xs = [int(s) for s in steps]
-            style = dict(marker="o", color=f"C{i}", label=label)
+            ys = [max(rows[s][key], 1e-5) for s in steps]
+            err = [rows[s].get(f"{key} std", 0.0) for s in steps]
             if len(steps) == 1:
-                axes[0, j].scatter(
-                    xs,
-                    [rows[s]["mmd"] for s in steps],
-                    marker="*",
-                    s=120,
-                    color=f"C{i}",
-                    label=label,
-                    zorder=3,
-                )
+                axes[0, j].errorbar(xs, ys, yerr=err, marker="*", ms=12, color=f"C{i}",
+                                    label=label, zorder=3, ls="none")  # fmt: skip
                 continue
-            axes[0, j].plot(xs, [max(rows[s]["mmd"], 1e-5) for s in steps], **style)
-            axes[1, j].plot(xs, [rows[s]["straightness"] for s in steps], **style)
-        axes[0, j].set(
-            xscale="log",
-            yscale="log",
-            title=f"{name}: MMD vs sampling steps",
-            xlabel="steps (network evaluations)",
-        )
+            axes[0, j].errorbar(xs, ys, yerr=err, marker="o", color=f"C{i}", label=label,
+                                capsize=2)  # fmt: skip
+            axes[1, j].plot(xs, [rows[s]["straightness"] for s in steps], marker="o",
+                            color=f"C{i}", label=label)  # fmt: skip
+        axes[0, j].set(xscale="log", yscale="log", title=f"{name}: {key} vs sampling steps",
+                       xlabel="steps (network evaluations)")  # fmt: skip
         axes[1, j].set(xscale="log", title=f"{name}: path length / chord", xlabel="steps")
         for ax in axes[:, j]:
             ax.grid(alpha=0.3, which="both")
-    axes[0, 0].legend(fontsize=8)
+    axes[0, 0].legend(fontsize=7)
     fig.subplots_adjust(hspace=0.35)
     _save(fig, path)
 
