@@ -35,6 +35,55 @@ def test_layer_forward_is_a_linear_with_the_dequantised_weight():
     assert (w - lin.weight).abs().max() < lin.weight.abs().max()
 
 
+def test_coded_tensors_stay_compact_in_memory():
+    """16-bit words, 32-bit offsets, a 16-bit table; float16 scales on request, counted so."""
+    lin = nn.Linear(64, 48)
+    layer = EntQuantLinear.from_linear(lin, 14.5, max_iter=20)
+    assert layer.words.dtype == torch.int16 and layer.lane_starts.dtype == torch.int32
+    assert layer.freqs.dtype == torch.int16 and layer.scales.dtype == torch.float32
+    enc = layer.encoded  # what the decoders read: the same words, widened on the fly
+    assert enc.words.dtype == torch.int32 and int(enc.words.max()) > 32767  # uint16 patterns
+    half = EntQuantLinear(enc, layer.scales, "fp8_e4m3", lin.bias, scale_dtype=torch.float16)
+    assert half.scales.dtype == torch.float16
+    x = torch.randn(4, 64)
+    torch.testing.assert_close(half(x), layer(x), rtol=2e-3, atol=2e-3)
+    with pytest.raises(ValueError, match="float16"):
+        EntQuantLinear(enc, layer.scales * 1e-10, "fp8_e4m3", scale_dtype=torch.float16)
+    with pytest.raises(ValueError, match="scale_dtype"):
+        EntQuantLinear(enc, layer.scales, "fp8_e4m3", scale_dtype=torch.bfloat16)
+
+
+def test_forward_builds_the_weight_in_the_input_dtype():
+    lin = nn.Linear(32, 16)
+    layer = EntQuantLinear.from_linear(lin, 14.5, max_iter=20)
+    x = torch.randn(2, 32, dtype=torch.bfloat16)
+    assert layer.dense(torch.bfloat16).dtype == torch.bfloat16
+    ref = F.linear(x.float(), layer.weight, lin.bias).to(torch.bfloat16)
+    torch.testing.assert_close(layer(x), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_a_shared_decode_cache_keeps_within_its_budget(gpt):
+    from icml26.entquant.layers import set_decode_cache
+
+    model = copy.deepcopy(gpt)
+    quantize(model, 14.5, max_iter=20, progress=False)
+    ids = torch.randint(0, model.config.vocab_size, (1, 8))
+    with torch.no_grad():
+        ref = model(ids).logits
+    layers = [m for m in model.modules() if isinstance(m, EntQuantLinear)]
+    sizes = [m.out_features * m.in_features * 4 for m in layers]
+    cache = set_decode_cache(model, sum(sizes))  # room for every layer: decode once
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, ref, rtol=0, atol=0)
+        model(ids)
+    assert cache.misses == len(layers) and cache.hits == len(layers)
+    assert cache.nbytes == sum(sizes)
+    small = set_decode_cache(model, max(sizes))  # one matrix at a time: never above budget
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, ref, rtol=0, atol=0)
+    assert 0 < small.nbytes <= max(sizes)
+
+
 def test_quantize_replaces_only_the_block_linears(gpt):
     model = copy.deepcopy(gpt)
     names = target_linears(model)

@@ -4,10 +4,14 @@
 - ``quantize(model, lam)``: every linear layer of the blocks -> ``EntQuantLinear`` (rANS-coded
   codes, decoded on the fly or once);
 - ``save_compressed`` / ``load_compressed`` / ``bits_per_param``: safetensors + JSON manifest;
-- ``encode`` / ``decode``: the interleaved-rANS coder of icml26-kernels on code matrices.
+- ``encode`` / ``decode``: the interleaved-rANS coder of icml26-kernels on code matrices;
+- importing the package registers ``quant_method="entquant"`` with transformers: a quantised
+  transformers model round-trips through ``save_pretrained`` / ``from_pretrained``
+  (``icml26.entquant.hf``).
 """
 
 from icml26.entquant.coding import EncodedCodes, decode, encode, entropy_bits
+from icml26.entquant.hf import EntQuantConfig
 from icml26.entquant.layers import (
     EntQuantLinear,
     LayerReport,
@@ -20,6 +24,7 @@ from icml26.entquant.storage import bits_per_param, load_compressed, save_compre
 
 __all__ = [
     "EncodedCodes",
+    "EntQuantConfig",
     "EntQuantLinear",
     "LayerReport",
     "QuantizeReport",

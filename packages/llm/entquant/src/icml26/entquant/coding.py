@@ -52,6 +52,19 @@ class EncodedCodes:
         return 16 * self.words.numel() + 32 * self.starts.numel() + 16 * self.freqs.numel()
 
 
+def words_to_int16(words: torch.Tensor) -> torch.Tensor:
+    """16-bit words (int32 values 0..65535) stored in 16 bits: int16 holding the uint16 bit
+    patterns (torch's uint16 lacks most ops)."""
+    return words.to(torch.int32).to(torch.int16) if words.dtype != torch.int16 else words
+
+
+def words_to_int32(words: torch.Tensor) -> torch.Tensor:
+    """The int32 words the decoders read, from int16 bit patterns (or int32 already)."""
+    if words.dtype == torch.int16:
+        return words.to(torch.int32) & 0xFFFF
+    return words.to(torch.int32)
+
+
 def entropy_bits(codes: torch.Tensor) -> float:
     """Empirical entropy of the codes' histogram, in bits per symbol."""
     counts = torch.bincount(codes.flatten().long(), minlength=ALPHABET).double()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,10 +34,54 @@ BLOCK_LINEAR = re.compile(r"(^|\.)\d+\.")
 """A module inside a repeated block: its qualified name has a numeric index component."""
 
 
+class DecodeCache:
+    """Dense weights decoded by ``EntQuantLinear`` layers, kept up to ``max_bytes`` in all and
+    evicted least recently used first: one cache shared by a model's layers bounds the memory
+    the decoded copies take (0 keeps nothing; ``set_decode_cache`` attaches one)."""
+
+    def __init__(self, max_bytes: int):
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        self.max_bytes = int(max_bytes)
+        self._items: OrderedDict[int, torch.Tensor] = OrderedDict()
+        self.nbytes = 0
+        self.hits = self.misses = 0
+
+    def get(self, key: int) -> torch.Tensor | None:
+        w = self._items.get(key)
+        if w is None:
+            self.misses += 1
+            return None
+        self._items.move_to_end(key)
+        self.hits += 1
+        return w
+
+    def put(self, key: int, w: torch.Tensor) -> None:
+        old = self._items.pop(key, None)  # the same layer in another dtype: replaced
+        if old is not None:
+            self.nbytes -= old.numel() * old.element_size()
+        size = w.numel() * w.element_size()
+        if size > self.max_bytes:
+            return
+        while self.nbytes + size > self.max_bytes:
+            _, old = self._items.popitem(last=False)
+            self.nbytes -= old.numel() * old.element_size()
+        self._items[key] = w
+        self.nbytes += size
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.nbytes = 0
+
+
 class EntQuantLinear(nn.Module):
     """A linear layer stored as rANS-coded FP8/INT8 codes with one scale per output row.
 
-    forward: x (..., in_features) -> (..., out_features), ``x @ (Q * s)^T + b`` in x's dtype.
+    In memory: the rANS words as 16-bit integers (``words``, int16 holding the uint16 bit
+    patterns), the lane offsets as int32, the 256-entry frequency table as int16 and the scales
+    in ``scale_dtype`` (float32, or float16 for 16 bits per row). forward: x (..., in_features)
+    -> (..., out_features), ``x @ (Q * s)^T + b`` computed in x's dtype; the dense weight is
+    built in x's dtype (no float32 copy for a bf16 model).
     """
 
     def __init__(
@@ -46,50 +91,106 @@ class EntQuantLinear(nn.Module):
         qtype: QType,
         bias: torch.Tensor | None = None,
         decode: Literal["lazy", "cached"] = "lazy",
+        scale_dtype: torch.dtype = torch.float32,
     ):
         super().__init__()
         if qtype not in QTYPES:
             raise ValueError(f"qtype must be one of {sorted(QTYPES)}, got {qtype!r}")
         if decode not in ("lazy", "cached"):
             raise ValueError(f"decode must be 'lazy' or 'cached', got {decode!r}")
+        if scale_dtype not in (torch.float32, torch.float16):
+            raise ValueError(f"scale_dtype must be torch.float32 or float16, got {scale_dtype}")
         if len(encoded.shape) != 2 or scales.shape != (encoded.shape[0],):
             raise ValueError(
                 f"scales must have shape (out,) = ({encoded.shape[0]},), got {tuple(scales.shape)}"
             )
+        if (
+            scale_dtype == torch.float16
+            and scales.device.type != "meta"
+            and not bool(
+                torch.isfinite(scales.to(torch.float16)).all()
+                & (scales.to(torch.float16) != 0).all()
+            )
+        ):
+            raise ValueError("a scale over- or underflows float16: keep scale_dtype=float32")
         self.out_features, self.in_features = encoded.shape
         self.qtype: QType = qtype
         self.decode_mode = decode
-        self.register_buffer("words", encoded.words)
-        self.register_buffer("lane_starts", encoded.starts)
-        self.register_buffer("freqs", encoded.freqs)
-        self.register_buffer("scales", scales.float())
+        self.register_buffer("words", coding.words_to_int16(encoded.words))
+        self.register_buffer("lane_starts", encoded.starts.to(torch.int32))
+        self.register_buffer("freqs", encoded.freqs.to(torch.int16))
+        self.register_buffer("scales", scales.to(scale_dtype))
         self.bias = (
             nn.Parameter(bias.detach().clone(), requires_grad=False) if bias is not None else None
         )
         self._dense: torch.Tensor | None = None
+        self.cache: DecodeCache | None = None
+
+    @classmethod
+    def placeholder(
+        cls,
+        in_features: int,
+        out_features: int,
+        shapes: dict,
+        qtype: QType,
+        bias: bool,
+        decode: Literal["lazy", "cached"] = "lazy",
+    ) -> EntQuantLinear:
+        """An uninitialised layer with buffers of the given shapes (``{"words": (W,),
+        "lane_starts": (L + 1,), "freqs": (256,), "scales": (out,), "scales_dtype": "F32" |
+        "F16"}``), to be filled by a checkpoint loader (under ``torch.device("meta")`` it holds
+        no memory)."""
+        dtypes = {"F32": torch.float32, "F16": torch.float16}
+        scale_dtype = dtypes.get(shapes.get("scales_dtype", "F32"))
+        if scale_dtype is None:
+            raise ValueError(f"scales must be F32 or F16, got {shapes['scales_dtype']}")
+        enc = coding.EncodedCodes(
+            torch.empty(shapes["words"], dtype=torch.int16),
+            torch.empty(shapes["lane_starts"], dtype=torch.int32),
+            torch.empty(shapes["freqs"], dtype=torch.int16),
+            (out_features, in_features),
+        )
+        scales = torch.empty(shapes["scales"], dtype=scale_dtype)
+        b = torch.empty(out_features) if bias else None
+        return cls(enc, scales, qtype, b, decode, scale_dtype)
 
     @property
     def encoded(self) -> coding.EncodedCodes:
+        """The coded codes in the decoders' dtypes (int32 words, int64 offsets and table)."""
         return coding.EncodedCodes(
-            self.words, self.lane_starts, self.freqs, (self.out_features, self.in_features)
+            coding.words_to_int32(self.words),
+            self.lane_starts.to(torch.int64),
+            self.freqs.to(torch.int64),
+            (self.out_features, self.in_features),
         )
 
     def quantized(self) -> QuantizedWeight:
         """Decode the codes (rANS, on the buffers' device): the ``QuantizedWeight``."""
-        return QuantizedWeight(coding.decode(self.encoded), self.scales, self.qtype)
+        return QuantizedWeight(coding.decode(self.encoded), self.scales.float(), self.qtype)
+
+    def dense(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The dequantised weight Q * s in ``dtype`` (out, in): the cached copy when there is
+        one, else decoded now (and kept, with ``decode="cached"`` or in a shared cache)."""
+        if self._dense is not None:
+            return self._dense.to(dtype)
+        key = id(self)
+        if self.cache is not None and (w := self.cache.get(key)) is not None and w.dtype == dtype:
+            return w
+        q = self.quantized()
+        w = q.values(dtype) * q.scales.to(dtype)[:, None]
+        if self.decode_mode == "cached":
+            self._dense = w
+        elif self.cache is not None:
+            self.cache.put(key, w)
+        return w
 
     @property
     def weight(self) -> torch.Tensor:
-        """The dequantised weight Q * s, float32 (out, in), decoded now (or the cached copy)."""
-        if self._dense is not None:
-            return self._dense
-        w = self.quantized().dequantize()
-        if self.decode_mode == "cached":
-            self._dense = w
-        return w
+        """The dequantised weight Q * s, float32 (out, in)."""
+        return self.dense(torch.float32)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w = self.weight.to(x.dtype)
+        w = self.dense(x.dtype)
         return F.linear(x, w, None if self.bias is None else self.bias.to(x.dtype))
 
     def extra_repr(self) -> str:
@@ -110,6 +211,17 @@ class EntQuantLinear(nn.Module):
         """Quantise ``linear.weight`` with EntQuant at ``lam`` and entropy-code the codes."""
         qw = quantize_linear(linear.weight, lam, qtype, max_iter=max_iter)
         return cls(coding.encode(qw.codes), qw.scales, qtype, linear.bias, decode)
+
+
+def set_decode_cache(model: nn.Module, max_bytes: int) -> DecodeCache:
+    """Share one ``DecodeCache`` of ``max_bytes`` among the model's lazy ``EntQuantLinear``
+    layers: decoded weights are reused across forwards while they fit (a budget as large as the
+    dense layers makes decoding a one-off; 0 decodes on every forward)."""
+    cache = DecodeCache(max_bytes)
+    for m in model.modules():
+        if isinstance(m, EntQuantLinear):
+            m.cache = cache
+    return cache
 
 
 @dataclass(frozen=True)
@@ -176,10 +288,13 @@ def quantize(
     decode: Literal["lazy", "cached"] = "lazy",
     max_iter: int = 500,
     progress: bool = True,
+    scale_dtype: torch.dtype = torch.float32,
 ) -> QuantizeReport:
     """Replace the target linear layers of ``model`` in place by ``EntQuantLinear`` (EntQuant at
     ``lam``); returns a per-layer report. No data is needed. Under ``torchrun`` (an initialised
-    process group) the ranks split the layers and share the results: call it on every rank."""
+    process group) the ranks split the layers and share the results: call it on every rank.
+    ``scale_dtype=torch.float16`` stores the per-row scales in 16 bits (counted so in the
+    report's bits)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     names = [n for n in target_linears(model, include) if n not in set(skip)]
@@ -199,7 +314,7 @@ def quantize(
         names[rank::world], desc=f"EntQuant lambda={lam}", disable=not progress, leave=False
     ):
         mine[name] = _quantize_layer(
-            model.get_submodule(name), name, lam, qtype, super_weight_sigma, max_iter
+            model.get_submodule(name), name, lam, qtype, super_weight_sigma, max_iter, scale_dtype
         )
     reports = []
     for i, name in enumerate(names):
@@ -209,14 +324,20 @@ def quantize(
             dist.broadcast_object_list(payload, src=i % world)
         enc, scales, report = payload[0]
         linear = model.get_submodule(name)
-        new = EntQuantLinear(enc, scales, qtype, linear.bias, decode).to(linear.weight.device)
+        new = EntQuantLinear(enc, scales, qtype, linear.bias, decode, scale_dtype)
+        new = new.to(linear.weight.device)
         parent, _, child = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, child, new)
         reports.append(report)
+    from icml26.entquant.hf import attach_config, is_transformers_model
+
+    if is_transformers_model(model):  # save_pretrained then writes an EntQuant checkpoint
+        attach_config(model, qtype, lam, decode)
     return QuantizeReport(reports)
 
 
-def _quantize_layer(linear: nn.Linear, name, lam, qtype, super_weight_sigma, max_iter) -> tuple:
+def _quantize_layer(linear: nn.Linear, name, lam, qtype, super_weight_sigma, max_iter,
+                    scale_dtype=torch.float32) -> tuple:  # fmt: skip
     """(encoded codes, scales, report) of one layer."""
     t0 = time.perf_counter()
     fallback = has_super_weights(linear.weight, super_weight_sigma)
@@ -225,13 +346,16 @@ def _quantize_layer(linear: nn.Linear, name, lam, qtype, super_weight_sigma, max
     enc = coding.encode(qw.codes)
     seconds = time.perf_counter() - t0
     w = linear.weight.detach().float()
-    err = float((qw.dequantize().to(w.device) - w).abs().sum() / w.abs().sum().clamp_min(1e-30))
+    # the error of what the layer will compute with: scales rounded to scale_dtype
+    scales = qw.scales.to(scale_dtype).float()
+    w_hat = qw.values() * scales[:, None]
+    err = float((w_hat.to(w.device) - w).abs().sum() / w.abs().sum().clamp_min(1e-30))
     report = LayerReport(
         name,
         tuple(w.shape),
         layer_lam,
         fallback,
-        (enc.stored_bits + 32 * qw.scales.numel()) / w.numel(),
+        (enc.stored_bits + torch.finfo(scale_dtype).bits * qw.scales.numel()) / w.numel(),
         coding.entropy_bits(qw.codes),
         err,
         seconds,

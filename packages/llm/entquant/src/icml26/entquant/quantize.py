@@ -101,11 +101,12 @@ class QuantizedWeight:
     iterations: int = 0
     loss: float = float("nan")
 
-    def values(self) -> torch.Tensor:
-        """The codes as numbers on their grid, float32 (O, I)."""
+    def values(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The codes as numbers on their grid, in ``dtype`` (O, I): exact in float32, bfloat16
+        and float16 (FP8 E4M3 and int8 values fit all three)."""
         if self.qtype == "fp8_e4m3":
-            return self.codes.view(torch.float8_e4m3fn).float()
-        return self.codes.to(torch.float32) - 128.0
+            return self.codes.view(torch.float8_e4m3fn).to(dtype)
+        return self.codes.to(dtype) - 128.0
 
     def dequantize(self) -> torch.Tensor:
         """W^ = Q * s, float32 (O, I)."""

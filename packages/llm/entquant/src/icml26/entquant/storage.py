@@ -4,7 +4,9 @@
 
 - ``model.safetensors``: for every ``EntQuantLinear`` ``<name>.words`` (the rANS words as
   16-bit integers), ``<name>.lane_starts`` (int32 offsets), ``<name>.freqs`` (int16, its
-  frequency table), ``<name>.scales`` (float32) and ``<name>.bias`` if any; every other tensor of
+  frequency table), ``<name>.scales`` (float32, or float16 when quantised with
+  ``scale_dtype=torch.float16``) and ``<name>.bias`` if any -- the same dtypes the layer keeps
+  in memory; every other tensor of
   the state dict as it is (a tensor that shares storage with an earlier one, such as a tied LM
   head, is stored once);
 - ``entquant.json``: format version, per layer its shape, grid, lambda and a CRC-32 of its coded
@@ -27,7 +29,6 @@ import tempfile
 import zlib
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
@@ -42,14 +43,13 @@ CODED = ("words", "lane_starts", "freqs", "scales")
 
 
 def _coded_tensors(layer: EntQuantLinear) -> dict[str, torch.Tensor]:
-    words = layer.words.cpu().numpy().astype(np.uint16).view(np.int16)
     if int(layer.lane_starts[-1]) >= 2**31:
         raise ValueError("a matrix with >= 2^31 coded words does not fit the int32 lane offsets")
     return {
-        "words": torch.from_numpy(words.copy()),
+        "words": coding.words_to_int16(layer.words).cpu().contiguous(),
         "lane_starts": layer.lane_starts.cpu().to(torch.int32),
         "freqs": layer.freqs.cpu().to(torch.int16),
-        "scales": layer.scales.cpu().float().contiguous(),
+        "scales": layer.scales.cpu().contiguous(),  # float32, or float16 when made so
     }
 
 
@@ -173,11 +173,15 @@ def load_compressed(
         if _crc(coded) != info["crc32"]:
             raise ValueError(f"layer {name!r}: CRC mismatch, the compressed file is corrupted")
         shape = tuple(info["shape"])
-        starts = coded["lane_starts"].to(torch.int64)
-        words = torch.from_numpy(coded["words"].numpy().view(np.uint16).astype(np.int32))
-        if int(starts[-1]) != words.numel() or coded["scales"].shape != (shape[0],):
+        starts, words = coded["lane_starts"], coded["words"]  # kept 32 and 16 bits wide
+        if (
+            words.dtype != torch.int16
+            or int(starts[-1]) != words.numel()
+            or coded["scales"].shape != (shape[0],)
+            or coded["scales"].dtype not in (torch.float32, torch.float16)
+        ):
             raise ValueError(f"layer {name!r}: coded tensors do not match the manifest's shape")
-        encoded = coding.EncodedCodes(words, starts, coded["freqs"].to(torch.int64), shape)
+        encoded = coding.EncodedCodes(words, starts, coded["freqs"], shape)
         bias = tensors.pop(f"{name}.bias") if info["bias"] else None
         try:
             old = model.get_submodule(name)
@@ -187,7 +191,8 @@ def load_compressed(
             raise ValueError(
                 f"layer {name!r}: model has in_features {old.in_features}, file {shape}"
             )
-        new = EntQuantLinear(encoded, coded["scales"], info["qtype"], bias, decode)  # type: ignore[arg-type]
+        new = EntQuantLinear(encoded, coded["scales"], info["qtype"], bias, decode,  # type: ignore[arg-type]
+                             scale_dtype=coded["scales"].dtype)  # fmt: skip
         placed = next(itertools.chain(old.parameters(), old.buffers()), None)
         if placed is not None:  # beside the rest of the model, not on the CPU
             new = new.to(placed.device)

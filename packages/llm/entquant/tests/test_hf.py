@@ -1,0 +1,99 @@
+"""EntQuant as a transformers quantization method: save_pretrained / from_pretrained."""
+
+import copy
+import json
+
+import pytest
+import torch
+from safetensors import safe_open
+from transformers import AutoModelForCausalLM
+
+from icml26.entquant import EntQuantConfig, EntQuantLinear, quantize
+from icml26.entquant.models import tiny_gpt
+
+
+@pytest.fixture(scope="module")
+def compressed(tmp_path_factory):
+    model = tiny_gpt(seed=0, dim=32, layers=2, heads=2).eval()
+    quantize(model, 14.5, max_iter=20, progress=False)
+    ids = torch.randint(0, 256, (2, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        logits = model(ids).logits
+    path = tmp_path_factory.mktemp("hf")
+    model.save_pretrained(path)
+    return path, ids, logits
+
+
+def test_save_pretrained_writes_the_coded_tensors_and_the_config(compressed):
+    path, _, _ = compressed
+    config = json.loads((path / "config.json").read_text())["quantization_config"]
+    assert config == {"quant_method": "entquant", "qtype": "fp8_e4m3", "lam": 14.5,
+                      "decode": "lazy"}  # fmt: skip
+    with safe_open(str(path / "model.safetensors"), "pt") as f:
+        keys = set(f.keys())
+        assert f.get_slice("model.layers.0.mlp.down_proj.words").get_dtype() == "I16"
+    assert "model.layers.0.mlp.down_proj.words" in keys
+    assert "model.layers.0.mlp.down_proj.weight" not in keys  # no dense copy of a coded layer
+    assert "lm_head.weight" in keys or "model.embed_tokens.weight" in keys
+
+
+def test_from_pretrained_gives_the_same_logits_and_round_trips(compressed, tmp_path):
+    path, ids, logits = compressed
+    model, info = AutoModelForCausalLM.from_pretrained(path, output_loading_info=True)
+    assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys"))
+    layer = model.model.layers[1].self_attn.q_proj
+    assert isinstance(layer, EntQuantLinear) and layer.words.dtype == torch.int16
+    assert isinstance(model.config.quantization_config, EntQuantConfig)
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, logits, rtol=0, atol=0)
+    model.save_pretrained(tmp_path)  # and back: the same tensors
+    with (
+        safe_open(str(path / "model.safetensors"), "pt") as a,
+        safe_open(str(tmp_path / "model.safetensors"), "pt") as b,
+    ):
+        assert set(a.keys()) == set(b.keys())
+        assert all(torch.equal(a.get_tensor(k), b.get_tensor(k)) for k in a.keys())  # noqa: SIM118
+
+
+def test_bf16_loading_keeps_the_scales_and_codes_exact(compressed):
+    path, ids, logits = compressed
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16)
+    layer = model.model.layers[0].mlp.up_proj
+    assert layer.scales.dtype == torch.float32 and layer.words.dtype == torch.int16
+    assert model.model.embed_tokens.weight.dtype == torch.bfloat16
+    with torch.no_grad():
+        out = model(ids).logits.float()
+    assert (out.softmax(-1) - logits.softmax(-1)).abs().max() < 0.05
+
+
+def test_coded_layers_are_never_built_dense(compressed, monkeypatch):
+    """The loader builds the model on the meta device and swaps the compressed linears before
+    any weight is read: no real (out, in) float tensor is ever made for them."""
+    path, _, _ = compressed
+    shapes = set()
+    real_init = torch.nn.Linear.reset_parameters
+
+    def spy(self):
+        if self.weight.device.type != "meta":
+            shapes.add(tuple(self.weight.shape))
+        return real_init(self)
+
+    monkeypatch.setattr(torch.nn.Linear, "reset_parameters", spy)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    coded = {(m.out_features, m.in_features) for m in model.modules()
+             if isinstance(m, EntQuantLinear)}  # fmt: skip
+    assert coded and not (shapes & coded)
+
+
+def test_a_full_precision_checkpoint_cannot_be_quantised_on_load(tmp_path):
+    model = tiny_gpt(seed=0, dim=32, layers=1, heads=2)
+    model.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="pre-quantized"):
+        AutoModelForCausalLM.from_pretrained(tmp_path, quantization_config=EntQuantConfig())
+
+
+def test_a_quantised_copy_leaves_the_original_alone():
+    model = tiny_gpt(seed=0, dim=32, layers=1, heads=2)
+    q = copy.deepcopy(model)
+    quantize(q, 14.5, max_iter=5, progress=False)
+    assert getattr(model.config, "quantization_config", None) is None
