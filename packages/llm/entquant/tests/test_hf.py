@@ -97,3 +97,40 @@ def test_a_quantised_copy_leaves_the_original_alone():
     q = copy.deepcopy(model)
     quantize(q, 14.5, max_iter=5, progress=False)
     assert getattr(model.config, "quantization_config", None) is None
+
+
+def test_streaming_compression_equals_quantize_then_save(tmp_path):
+    """Shard by shard, tensor by tensor: the same checkpoint as the in-memory path, from a
+    source split into several shards and into several output shards."""
+    from icml26.entquant.compress import compress_streaming
+
+    model = tiny_gpt(seed=1, dim=32, layers=2, heads=2).eval()
+    model.save_pretrained(tmp_path / "src", max_shard_size="40KB")
+    assert len(list((tmp_path / "src").glob("*.safetensors"))) > 1
+    summary = compress_streaming(tmp_path / "src", tmp_path / "stream", 14.5, max_iter=20,
+                                 shard_bytes=30_000, progress=False)  # fmt: skip
+    assert summary["layers"] == 2 * 7 and summary["output shards"] > 1
+    assert (tmp_path / "stream" / "model.safetensors.index.json").is_file()
+    quantize(model, 14.5, max_iter=20, progress=False)
+    ids = torch.randint(0, 256, (1, 10), generator=torch.Generator().manual_seed(1))
+    streamed = AutoModelForCausalLM.from_pretrained(tmp_path / "stream")
+    with torch.no_grad():
+        torch.testing.assert_close(streamed(ids).logits, model(ids).logits, rtol=0, atol=0)
+    layer = streamed.model.layers[1].mlp.gate_proj
+    ref = model.model.layers[1].mlp.gate_proj
+    assert torch.equal(layer.words, ref.words) and torch.equal(layer.scales, ref.scales)
+    with pytest.raises(ValueError, match="already quantised"):
+        compress_streaming(tmp_path / "stream", tmp_path / "again", 14.5, progress=False)
+    with pytest.raises(ValueError, match=r"config\.json"):
+        compress_streaming(tmp_path / "nothing", tmp_path / "x", 14.5, progress=False)
+
+
+def test_compress_command_streams(tmp_path, capsys):
+    from icml26.entquant.cli import main
+
+    tiny_gpt(seed=0, dim=32, layers=1, heads=2).save_pretrained(tmp_path / "src")
+    args = ["compress", "--model", str(tmp_path / "src"), "--out", str(tmp_path / "out"),
+            "--stream", "--max-iter", "5"]  # fmt: skip
+    assert main(args) == 0
+    assert "streamed from 1 shard(s)" in capsys.readouterr().out
+    assert AutoModelForCausalLM.from_pretrained(tmp_path / "out").config.quantization_config

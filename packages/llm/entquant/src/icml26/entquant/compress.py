@@ -1,15 +1,24 @@
 """``icml26-entquant compress``: compress a local Hugging Face checkpoint into a folder.
 
     icml26-entquant compress --model path/to/hf-folder --lam 14.5 --out compressed/
+    icml26-entquant compress --model path/to/hf-folder --lam 14.5 --out compressed/ --stream
     torchrun --nproc-per-node 4 -m icml26.entquant compress --model ... --out ...
 
 Under ``torchrun`` the ranks split the layers (``quantize`` shares the results) and rank 0
 writes the folder. A ``.gguf`` file works too (transformers de-quantises it on load).
+
+``--stream`` (``compress_streaming``) never loads the model: it reads the safetensors shards
+one tensor at a time, compresses each weight matrix of a block linear as it comes, and writes
+output shards as they fill, so a checkpoint larger than RAM compresses in the memory of its
+largest matrix plus one output shard. Its output is a transformers checkpoint
+(``from_pretrained`` loads it after ``import icml26.entquant``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +50,11 @@ class CompressConfig:
     """A matrix whose max |w| exceeds this many robust standard deviations gets absmax 8-bit."""
     max_iter: int = 500
     """L-BFGS iterations per matrix."""
+    stream: bool = False
+    """Compress shard by shard, tensor by tensor, without loading the model (a safetensors
+    folder; writes a transformers checkpoint)."""
+    shard_mb: int = 2000
+    """--stream: output shard size in MB."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
@@ -70,6 +84,15 @@ def load_hf(path: Path):
 
 def run_compress(cfg: CompressConfig) -> dict:
     cfg.validate()
+    if cfg.stream:
+        summary = compress_streaming(cfg.model, cfg.out, cfg.lam, cfg.qtype, cfg.include,
+                                     cfg.skip, cfg.super_weight_sigma, cfg.max_iter,
+                                     shard_bytes=cfg.shard_mb * 10**6)  # fmt: skip
+        print(f"{summary['layers']} layers, {summary['params']:,} parameters in "
+              f"{summary['seconds']:.1f} s, streamed from {summary['input shards']} shard(s) "
+              f"into {summary['output shards']} in {cfg.out}; {summary['bits/param']:.3f} "
+              "bits/param")  # fmt: skip
+        return summary
     device = resolve_device(cfg.device)
     dist = torch.distributed
     ranks = int(os.environ.get("WORLD_SIZE", "1"))
@@ -114,3 +137,147 @@ def run_compress(cfg: CompressConfig) -> dict:
     finally:
         if started_here:
             dist.destroy_process_group()
+
+
+def _meta_model(config):
+    """The architecture on the meta device (no memory): which tensors belong to nn.Linear."""
+    from transformers import AutoModel, AutoModelForCausalLM
+
+    with torch.device("meta"):
+        try:
+            return AutoModelForCausalLM.from_config(config)
+        except ValueError:
+            return AutoModel.from_config(config)
+
+
+class _ShardWriter:
+    """Collects tensors and writes ``model-XXXXX.safetensors`` files of about ``limit`` bytes
+    (each atomically), then the index that maps every tensor to its file."""
+
+    def __init__(self, out: Path, limit: int):
+        self.out, self.limit = out, limit
+        self.pending: dict[str, torch.Tensor] = {}
+        self.size, self.files, self.weight_map, self.total = 0, [], {}, 0
+
+    def add(self, key: str, tensor: torch.Tensor) -> None:
+        self.pending[key] = tensor.contiguous()
+        self.size += tensor.numel() * tensor.element_size()
+        if self.size >= self.limit:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        from safetensors.torch import save_file
+
+        name = f".shard-{len(self.files):05d}.safetensors"
+        _atomic(self.out / name, lambda p: save_file(self.pending, p, metadata={"format": "pt"}))
+        self.files.append((name, list(self.pending)))
+        self.total += self.size
+        self.pending, self.size = {}, 0
+
+    def close(self) -> int:
+        self.flush()
+        n = len(self.files)
+        for i, (tmp, keys) in enumerate(self.files):
+            final = "model.safetensors" if n == 1 else f"model-{i + 1:05d}-of-{n:05d}.safetensors"
+            os.replace(self.out / tmp, self.out / final)
+            self.weight_map.update(dict.fromkeys(keys, final))
+        if n > 1:
+            index = {"metadata": {"total_size": self.total}, "weight_map": self.weight_map}
+            _atomic(self.out / "model.safetensors.index.json",
+                    lambda p: Path(p).write_text(json.dumps(index, indent=2)))  # fmt: skip
+        return n
+
+
+def _atomic(path: Path, write) -> None:
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def compress_streaming(
+    src: str | os.PathLike,
+    out: str | os.PathLike,
+    lam: float,
+    qtype: str = "fp8_e4m3",
+    include: str | None = None,
+    skip: tuple[str, ...] = (),
+    super_weight_sigma: float = 100.0,
+    max_iter: int = 500,
+    scale_dtype: torch.dtype = torch.float32,
+    shard_bytes: int = 2 * 10**9,
+    progress: bool = True,
+) -> dict:
+    """Compress the safetensors checkpoint folder ``src`` into the transformers checkpoint
+    ``out`` without loading the model: one tensor in memory at a time (plus the output shard
+    being filled). The block linears (``target_linears`` of the architecture, built on the
+    meta device) are compressed as ``quantize`` would; every other tensor is copied. The
+    result is bit-identical to ``quantize`` then ``save_pretrained``."""
+    from safetensors import safe_open
+    from tqdm.auto import tqdm
+    from transformers import AutoConfig
+
+    from icml26.entquant.hf import EntQuantConfig
+    from icml26.entquant.layers import quantize_weight, target_linears
+
+    src, out = Path(src), Path(out)
+    files = sorted(src.glob("*.safetensors"))
+    if not src.is_dir() or not files or not (src / "config.json").is_file():
+        raise ValueError(f"{src}: --stream needs a folder with config.json and *.safetensors")
+    config = AutoConfig.from_pretrained(src)
+    if getattr(config, "quantization_config", None) is not None:
+        raise ValueError(f"{src} is already quantised ({config.quantization_config})")
+    targets = set(target_linears(_meta_model(config), include)) - set(skip)
+    out.mkdir(parents=True, exist_ok=True)
+    writer = _ShardWriter(out, shard_bytes)
+    t0, layers, params, bits = time.perf_counter(), 0, 0, 0.0
+    for path in files:
+        with safe_open(str(path), "pt") as f:
+            keys = list(f.keys())
+            for key in tqdm(keys, desc=path.name, disable=not progress, leave=False):
+                module, _, leaf = key.rpartition(".")
+                tensor = f.get_tensor(key)
+                if module not in targets or leaf != "weight":
+                    writer.add(key, tensor)
+                    continue
+                enc, scales, report = quantize_weight(
+                    tensor, module, lam, qtype,  # type: ignore[arg-type]
+                    super_weight_sigma, max_iter, scale_dtype,
+                )  # fmt: skip
+                del tensor  # the dense matrix goes before the next one is read
+                layer = {
+                    "words": enc.words.to(torch.int32).to(torch.int16),
+                    "lane_starts": enc.starts.to(torch.int32),
+                    "freqs": enc.freqs.to(torch.int16),
+                    "scales": scales,
+                }
+                for leaf_name, value in layer.items():
+                    writer.add(f"{module}.{leaf_name}", value)
+                layers += 1
+                params += report.shape[0] * report.shape[1]
+                bits += report.bits_per_param * report.shape[0] * report.shape[1]
+    n_out = writer.close()
+    config.quantization_config = EntQuantConfig(qtype=qtype, lam=lam).to_dict()
+    config.save_pretrained(out)
+    for extra in src.iterdir():  # tokenizer, generation config, ...
+        if extra.is_file() and extra.suffix != ".safetensors" and extra.name not in (
+            "config.json", "model.safetensors.index.json"):  # fmt: skip
+            shutil.copy2(extra, out / extra.name)
+    if layers == 0:
+        raise ValueError(f"{src}: no block linear weight found to compress")
+    return {
+        "layers": layers,
+        "params": params,
+        "seconds": time.perf_counter() - t0,
+        "bits/param": bits / params,
+        "input shards": len(files),
+        "output shards": n_out,
+    }

@@ -339,13 +339,28 @@ def quantize(
 def _quantize_layer(linear: nn.Linear, name, lam, qtype, super_weight_sigma, max_iter,
                     scale_dtype=torch.float32) -> tuple:  # fmt: skip
     """(encoded codes, scales, report) of one layer."""
+    return quantize_weight(linear.weight, name, lam, qtype, super_weight_sigma, max_iter,
+                           scale_dtype)  # fmt: skip
+
+
+def quantize_weight(
+    weight: torch.Tensor,
+    name: str,
+    lam: float,
+    qtype: QType = "fp8_e4m3",
+    super_weight_sigma: float = 100.0,
+    max_iter: int = 500,
+    scale_dtype: torch.dtype = torch.float32,
+) -> tuple[coding.EncodedCodes, torch.Tensor, LayerReport]:
+    """EntQuant on one (out, in) weight matrix as ``quantize`` does it for a layer (the
+    super-weight fallback included): (rANS-coded codes, scales, report)."""
     t0 = time.perf_counter()
-    fallback = has_super_weights(linear.weight, super_weight_sigma)
+    fallback = has_super_weights(weight, super_weight_sigma)
     layer_lam = 0.0 if fallback else lam
-    qw = quantize_linear(linear.weight, layer_lam, qtype, max_iter=max_iter)
+    qw = quantize_linear(weight, layer_lam, qtype, max_iter=max_iter)
     enc = coding.encode(qw.codes)
     seconds = time.perf_counter() - t0
-    w = linear.weight.detach().float()
+    w = weight.detach().float()
     # the error of what the layer will compute with: scales rounded to scale_dtype
     scales = qw.scales.to(scale_dtype).float()
     w_hat = qw.values() * scales[:, None]
@@ -360,4 +375,4 @@ def _quantize_layer(linear: nn.Linear, name, lam, qtype, super_weight_sigma, max
         err,
         seconds,
     )
-    return enc, qw.scales, report
+    return enc, qw.scales.to(scale_dtype), report
