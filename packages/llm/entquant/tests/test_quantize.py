@@ -86,3 +86,16 @@ def test_bad_inputs_are_clear_errors():
         quantize_linear(w, -1.0)
     with pytest.raises(ValueError, match="qtype"):
         quantize_linear(w, 1.0, qtype="fp4")  # type: ignore[arg-type]
+
+
+def test_learning_rate_follows_the_authors_presets():
+    from icml26.entquant.quantize import default_lr
+
+    assert [default_lr(lam) for lam in (0.0, 3.9, 14.5, 57.9, 58.0, 100.0)] == [
+        1.0, 1.0, 1.0, 1.0, 0.25, 0.25
+    ]  # fmt: skip
+    w = torch.randn(8, 32)
+    same = quantize_linear(w, 58.0, max_iter=10), quantize_linear(w, 58.0, max_iter=10, lr=0.25)
+    assert torch.equal(same[0].codes, same[1].codes)
+    with pytest.raises(ValueError, match="lr"):
+        quantize_linear(w, 1.0, lr=0.0)

@@ -137,18 +137,26 @@ def check_weight(w: torch.Tensor, name: str = "W") -> torch.Tensor:
     return w
 
 
+def default_lr(lam: float) -> float:
+    """L-BFGS learning rate for ``lam``, as the authors' presets set it: 1.0 for their 4- and
+    3-bit settings (lambda 3.9, 14.5) and 0.25 for the 2-bit one (lambda 58); between presets,
+    the rate of the preset below."""
+    return 0.25 if lam >= 58.0 else 1.0
+
+
 def quantize_linear(
     w: torch.Tensor,
     lam: float,
     qtype: QType = "fp8_e4m3",
     max_iter: int = 500,
-    lr: float = 1.0,
+    lr: float | None = None,
     max_retries: int = 4,
 ) -> QuantizedWeight:
     """EntQuant on one weight matrix ``w`` (out, in): optimise the per-row scales, return the codes.
 
     ``lam`` is the paper's lambda (0 keeps the absmax scales, the plain 8-bit baseline). The codes
     are the grid values of the final scales, so dequantising them reproduces what was optimised.
+    ``lr``: L-BFGS's learning rate, by default ``default_lr(lam)``.
     """
     w = check_weight(w)
     if qtype not in QTYPES:
@@ -157,6 +165,9 @@ def quantize_linear(
         raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
     if max_iter < 0:
         raise ValueError(f"max_iter must be >= 0, got {max_iter}")
+    lr = default_lr(lam) if lr is None else lr
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0, got {lr}")
     log_scale0 = absmax_log_scales(w, qtype)
     w_l1 = w.abs().sum().clamp_min(torch.finfo(torch.float32).tiny)
 
