@@ -51,6 +51,16 @@ def test_bench_reports_ratios(capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "M params/s" in out and "MB/s" in out and "x dense" in out and "device cpu" in out
+    for variant in (
+        "dense bf16",
+        "EntQuant lazy",
+        "EntQuant cached",
+        "decode cache",
+        "NF4",
+        "HQQ-4",
+    ):
+        assert f"forward, {variant}" in out
+    assert "EntQuant cached: " in out and "kB resident" in out
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")

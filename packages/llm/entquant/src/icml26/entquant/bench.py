@@ -5,8 +5,10 @@
 - decode: MB of codes per second for the rANS reference decoder (PyTorch), its NumPy loop (the
   CPU path), constriction's ANS decoder (Rust) and, with ``--device cuda``, the Triton kernel, on
   the same codes;
-- inference: a tiny GPT forward with ``decode="lazy"`` (codes decoded before every matmul) and
-  ``"cached"`` against the dense model, as a ratio of the dense time, in one run.
+- inference: a tiny GPT forward with EntQuant ``decode="lazy"`` (codes decoded before every
+  matmul), ``"cached"`` and a shared decode cache of half the dense size, against the dense
+  model in fp32 and bf16, NF4 (bitsandbytes) and 4-bit HQQ, as ratios of the dense fp32 time in
+  one run, with the bytes each keeps resident for the block linears.
 """
 
 from __future__ import annotations
@@ -109,17 +111,104 @@ def run_bench(cfg: BenchConfig) -> dict:
         print(f"decode {name}: {mb / t:.1f} MB/s of codes")
     model = models.tiny_gpt(cfg.seed, cfg.gpt_dim, cfg.gpt_layers, device=cfg.device).eval()
     x = torch.randint(0, 256, (4, 128)).to(cfg.device)
-    variants = {"dense": model}
-    for mode in ("lazy", "cached"):
-        q = copy.deepcopy(model)
-        quantize(q, cfg.lambdas[0], decode=mode, max_iter=50, progress=False)
-        variants[mode] = q
+    variants = inference_variants(model, cfg.lambdas[0])
     with torch.no_grad():
         times = {}
         for name, m in variants.items():
             m(input_ids=x)
             times[name] = _median_time(lambda m=m: m(input_ids=x), cfg.repeats, cfg.device)
-    for name in ("lazy", "cached"):
-        out["inference time / dense"][name] = times[name] / times["dense"]
-        print(f"tiny GPT forward, decode={name}: {times[name] / times['dense']:.2f}x dense")
+    # resident bytes, measured for the dense and EntQuant variants (NF4's and HQQ's scales live
+    # outside their modules' tensors, so only their codes would be counted: not reported)
+    memory = {n: _linear_bytes(m) for n, m in variants.items() if not n.startswith(("NF4", "HQQ"))}
+    out["block-linear bytes after a forward"] = memory
+    for name, t in times.items():
+        if name == "dense fp32":
+            continue
+        out["inference time / dense"][name] = t / times["dense fp32"]
+        size = f", block linears {memory[name] / 1e3:.0f} kB resident" if name in memory else ""
+        print(f"tiny GPT forward, {name}: {t / times['dense fp32']:.2f}x dense fp32{size}")
+    for name, why in _UNAVAILABLE.items():
+        out["inference time / dense"][name] = None
+        print(f"tiny GPT forward, {name}: not run ({why})")
     return out
+
+
+_UNAVAILABLE: dict[str, str] = {}
+
+
+def _linear_bytes(model) -> int:
+    """Bytes the block linears keep resident: parameters, buffers, and EntQuant's decoded
+    copies (``decode="cached"`` or a shared cache), after a forward pass."""
+    from icml26.entquant.layers import BLOCK_LINEAR, EntQuantLinear
+
+    total, caches = 0, set()
+    for name, m in model.named_modules():
+        if BLOCK_LINEAR.search(name) and not any(True for _ in m.children()):
+            total += sum(t.numel() * t.element_size() for t in [*m.parameters(), *m.buffers()])
+        if isinstance(m, EntQuantLinear):
+            if m._dense is not None:
+                total += m._dense.numel() * m._dense.element_size()
+            if m.cache is not None and id(m.cache) not in caches:
+                caches.add(id(m.cache))
+                total += m.cache.nbytes
+    return total
+
+
+def _swap_linears(model, make):
+    """A copy of ``model`` whose block linears are ``make(linear)``."""
+    from icml26.entquant.layers import target_linears
+
+    q = copy.deepcopy(model)
+    for name in target_linears(q):
+        parent, _, child = name.rpartition(".")
+        setattr(q.get_submodule(parent), child, make(q.get_submodule(name)))
+    return q
+
+
+def inference_variants(model, lam: float) -> dict:
+    """The tiny GPT as dense fp32 and bf16, EntQuant (lazy, cached, a shared decode cache of
+    half the dense linears' size) and, where their packages run here, NF4 (bitsandbytes) and
+    4-bit HQQ (its PyTorch backend): {name: model}."""
+    from icml26.entquant.layers import set_decode_cache
+
+    _UNAVAILABLE.clear()
+    variants = {"dense fp32": model, "dense bf16": copy.deepcopy(model).to(torch.bfloat16)}
+    for mode in ("lazy", "cached"):
+        q = copy.deepcopy(model)
+        quantize(q, lam, decode=mode, max_iter=50, progress=False)
+        variants[f"EntQuant {mode}"] = q
+    q = copy.deepcopy(variants["EntQuant lazy"])
+    set_decode_cache(q, _linear_bytes(model) // 2)
+    variants["EntQuant, decode cache of half the dense size"] = q
+    device = next(model.parameters()).device
+    try:
+        import bitsandbytes as bnb
+        from torch import nn
+
+        def nf4(lin):
+            layer = bnb.nn.Linear4bit(lin.in_features, lin.out_features, lin.bias is not None,
+                                      compute_dtype=torch.float32, quant_type="nf4")  # fmt: skip
+            layer.weight = bnb.nn.Params4bit(lin.weight.data.cpu().clone(), requires_grad=False,
+                                             quant_type="nf4")  # fmt: skip
+            if lin.bias is not None:
+                layer.bias = nn.Parameter(lin.bias.data.clone(), requires_grad=False)
+            return layer.to(device)
+
+        variants["NF4 (bitsandbytes)"] = _swap_linears(model, nf4)
+    except Exception as e:  # an optional baseline: say why it is missing, keep the others
+        _UNAVAILABLE["NF4 (bitsandbytes)"] = f"{type(e).__name__}: {e}"
+    try:
+        from hqq.core.quantize import BaseQuantizeConfig, HQQBackend, HQQLinear
+
+        HQQLinear.set_backend(HQQBackend.PYTORCH)
+        hqq_cfg = BaseQuantizeConfig(nbits=4, group_size=64)
+
+        def hqq4(lin):
+            return HQQLinear(
+                copy.deepcopy(lin), hqq_cfg, compute_dtype=torch.float32, device=str(device)
+            )
+
+        variants["HQQ-4 (PyTorch backend)"] = _swap_linears(model, hqq4)
+    except Exception as e:
+        _UNAVAILABLE["HQQ-4 (PyTorch backend)"] = f"{type(e).__name__}: {e}"
+    return variants

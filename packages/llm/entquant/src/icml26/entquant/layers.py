@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,15 +34,20 @@ BLOCK_LINEAR = re.compile(r"(^|\.)\d+\.")
 
 
 class DecodeCache:
-    """Dense weights decoded by ``EntQuantLinear`` layers, kept up to ``max_bytes`` in all and
-    evicted least recently used first: one cache shared by a model's layers bounds the memory
-    the decoded copies take (0 keeps nothing; ``set_decode_cache`` attaches one)."""
+    """Dense weights decoded by ``EntQuantLinear`` layers, kept up to ``max_bytes`` in all: one
+    cache shared by a model's layers bounds the memory the decoded copies take (0 keeps
+    nothing; ``set_decode_cache`` attaches one).
+
+    A forward pass visits the layers in the same order every time, a cyclic scan under which
+    least-recently-used eviction misses on every access once the budget is below the total.
+    So nothing is evicted: layers are kept in the order they are first decoded until the budget
+    is full, and the rest are decoded on every forward (hit rate = budget / dense size)."""
 
     def __init__(self, max_bytes: int):
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.max_bytes = int(max_bytes)
-        self._items: OrderedDict[int, torch.Tensor] = OrderedDict()
+        self._items: dict[int, torch.Tensor] = {}
         self.nbytes = 0
         self.hits = self.misses = 0
 
@@ -51,9 +55,8 @@ class DecodeCache:
         w = self._items.get(key)
         if w is None:
             self.misses += 1
-            return None
-        self._items.move_to_end(key)
-        self.hits += 1
+        else:
+            self.hits += 1
         return w
 
     def put(self, key: int, w: torch.Tensor) -> None:
@@ -61,13 +64,9 @@ class DecodeCache:
         if old is not None:
             self.nbytes -= old.numel() * old.element_size()
         size = w.numel() * w.element_size()
-        if size > self.max_bytes:
-            return
-        while self.nbytes + size > self.max_bytes:
-            _, old = self._items.popitem(last=False)
-            self.nbytes -= old.numel() * old.element_size()
-        self._items[key] = w
-        self.nbytes += size
+        if self.nbytes + size <= self.max_bytes:
+            self._items[key] = w
+            self.nbytes += size
 
     def clear(self) -> None:
         self._items.clear()
