@@ -55,7 +55,7 @@ def test_bench_reports_ratios(capsys):
         "dense bf16",
         "EntQuant lazy",
         "EntQuant cached",
-        "decode cache",
+        "EntQuant, decode cache",
         "NF4",
         "HQQ-4",
     ):
