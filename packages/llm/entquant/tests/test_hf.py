@@ -134,3 +134,15 @@ def test_compress_command_streams(tmp_path, capsys):
     assert main(args) == 0
     assert "streamed from 1 shard(s)" in capsys.readouterr().out
     assert AutoModelForCausalLM.from_pretrained(tmp_path / "out").config.quantization_config
+
+
+def test_loading_a_compressed_model_peaks_below_the_fp32_one(tmp_path):
+    """from_pretrained + one forward, each in a fresh process: the EntQuant checkpoint's peak
+    resident memory stays below the fp32 checkpoint's, and its logits equal those before
+    saving."""
+    from icml26.entquant.bench import load_memory
+
+    model = tiny_gpt(seed=0, dim=256, layers=2, heads=4).eval()
+    out = load_memory(model, 14.5, tmp_path, max_iter=10)
+    assert out["logits max |difference| after saving and loading"] == 0.0
+    assert out["peak MiB, EntQuant checkpoint"] < out["peak MiB, fp32 checkpoint"]

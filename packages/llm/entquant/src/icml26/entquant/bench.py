@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
@@ -46,10 +47,15 @@ class BenchConfig:
     gpt_layers: int = 4
     """Blocks of the tiny GPT."""
     seed: int = 0
+    load_memory: str | None = None
+    """tiny-gpt or smollm2: instead, the peak memory of from_pretrained + one forward for the
+    model saved in fp32 against saved with EntQuant (at the first lambda), in fresh processes."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def validate(self) -> None:
+        if self.load_memory not in (None, "tiny-gpt", "smollm2"):
+            raise ValueError(f"--load-memory must be tiny-gpt or smollm2, got {self.load_memory!r}")
         if min(self.rows, self.cols, self.repeats, self.threads, self.gpt_dim, self.gpt_layers) < 1:
             raise ValueError("rows, cols, repeats, threads, gpt_dim and gpt_layers must be >= 1")
 
@@ -68,6 +74,19 @@ def _median_time(fn, repeats: int, device: str = "cpu") -> float:
 
 def run_bench(cfg: BenchConfig) -> dict:
     cfg.validate()
+    if cfg.load_memory is not None:
+        import tempfile
+
+        torch.set_num_threads(cfg.threads)
+        if cfg.load_memory == "smollm2":
+            model = models.load_smollm2()[0]
+        else:
+            model = models.tiny_gpt(cfg.seed, cfg.gpt_dim, cfg.gpt_layers).eval()
+        with tempfile.TemporaryDirectory() as tmp:
+            out = load_memory(model, cfg.lambdas[0], tmp)
+        for key, value in out.items():
+            print(f"{cfg.load_memory}: {key}: {value:.4g}")
+        return out
     cfg = replace(cfg, device=resolve_device(cfg.device))
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
@@ -212,3 +231,90 @@ def inference_variants(model, lam: float) -> dict:
     except Exception as e:
         _UNAVAILABLE["HQQ-4 (PyTorch backend)"] = f"{type(e).__name__}: {e}"
     return variants
+
+
+_PEAK_PROBE = """
+import json, sys
+import torch
+import icml26.entquant  # registers the quantization method
+from safetensors.torch import save_file
+from transformers import AutoModelForCausalLM
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])  # kB
+
+# a one-block model of the same class and format first (loaded and run): the first load and
+# forward import code lazily (tens of MB), which must not be counted
+warm = AutoModelForCausalLM.from_pretrained(sys.argv[3])
+with torch.no_grad():
+    warm(torch.zeros(1, 32, dtype=torch.long))
+del warm
+with open("/proc/self/clear_refs", "w") as f:  # reset the peak (VmHWM) to the current RSS
+    f.write("5")
+before = status("VmRSS")
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1])
+ids = torch.arange(32).remainder(model.config.vocab_size)[None]
+with torch.no_grad():  # a forward pass: safetensors weights are mapped, not read, until used
+    logits = model(ids).logits
+peak = status("VmHWM")
+save_file({"logits": logits.contiguous()}, sys.argv[2])
+print(json.dumps({"kib_before": before, "kib_peak": peak}))
+"""
+
+
+def _peak_load_kib(path: Path, logits_out: Path, warm: Path) -> int:
+    """Peak resident memory that ``from_pretrained(path)`` and one forward pass add to a fresh
+    process (KiB: the peak RSS, reset after the imports, minus the RSS then; Linux). The
+    forward pass is part of it because loading maps the safetensors file and its pages become
+    resident only when used. Its logits go to ``logits_out``. ``warm``: a small checkpoint
+    loaded and run first, so the code a first load imports is not counted."""
+    import json
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-c", _PEAK_PROBE, str(path), str(logits_out), str(warm)]
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"loading {path} failed:\n{done.stderr[-2000:]}")
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    return row["kib_peak"] - row["kib_before"]
+
+
+def load_memory(model, lam: float, workdir: str | Path, max_iter: int = 500) -> dict:
+    """Peak memory of ``AutoModelForCausalLM.from_pretrained`` plus one forward pass (32
+    tokens) for ``model`` saved in fp32 against the same model compressed with EntQuant at
+    ``lam`` (lazy decoding; each in a fresh process), and whether the compressed model's logits
+    after loading equal those before saving. ``model``: a transformers causal LM in fp32 (left
+    unchanged)."""
+    from safetensors.torch import load_file
+
+    workdir = Path(workdir)
+    model.save_pretrained(workdir / "fp32")
+    q = copy.deepcopy(model)
+    report = quantize(q, lam, max_iter=max_iter, progress=False)
+    ids = torch.arange(32).remainder(model.config.vocab_size)[None]
+    with torch.no_grad():
+        before = q(ids).logits
+    q.save_pretrained(workdir / "entquant")
+    config = copy.deepcopy(model.config)
+    config.num_hidden_layers = 1
+    warm = type(model)(config).eval()
+    for name in ("fp32", "entquant"):
+        if name == "entquant":
+            quantize(warm, lam, max_iter=1, progress=False)
+        warm.save_pretrained(workdir / f"warm-{name}")
+    kib = {name: _peak_load_kib(workdir / name, workdir / f"{name}.logits.safetensors",
+                                workdir / f"warm-{name}")
+           for name in ("fp32", "entquant")}  # fmt: skip
+    after = load_file(workdir / "entquant.logits.safetensors")["logits"]
+    linear_params = report.num_params
+    return {
+        "peak MiB, fp32 checkpoint": kib["fp32"] / 1024,
+        "peak MiB, EntQuant checkpoint": kib["entquant"] / 1024,
+        "peak ratio EntQuant / fp32": kib["entquant"] / kib["fp32"],
+        "fp32 size of the compressed layers, MiB": 4 * linear_params / 2**20,
+        "bits/param": report.bits_per_param,
+        "logits max |difference| after saving and loading": float((after - before).abs().max()),
+    }
