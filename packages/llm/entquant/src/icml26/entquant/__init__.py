@@ -11,18 +11,22 @@
 """
 
 from icml26.entquant.coding import EncodedCodes, decode, encode, entropy_bits
+from icml26.entquant.compress import compress_streaming
 from icml26.entquant.hf import EntQuantConfig
 from icml26.entquant.layers import (
+    DecodeCache,
     EntQuantLinear,
     LayerReport,
     QuantizeReport,
     quantize,
+    set_decode_cache,
     target_linears,
 )
 from icml26.entquant.quantize import QuantizedWeight, quantize_linear
 from icml26.entquant.storage import bits_per_param, load_compressed, save_compressed
 
 __all__ = [
+    "DecodeCache",
     "EncodedCodes",
     "EntQuantConfig",
     "EntQuantLinear",
@@ -30,6 +34,7 @@ __all__ = [
     "QuantizeReport",
     "QuantizedWeight",
     "bits_per_param",
+    "compress_streaming",
     "decode",
     "encode",
     "entropy_bits",
@@ -37,5 +42,6 @@ __all__ = [
     "quantize",
     "quantize_linear",
     "save_compressed",
+    "set_decode_cache",
     "target_linears",
 ]
