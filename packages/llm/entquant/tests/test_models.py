@@ -28,3 +28,22 @@ def test_minilm_round_trip_keeps_embeddings(tmp_path):
     quality = models.embedding_quality(models.embed(q, sentences), ref)
     assert quality["cosine"] > 0.95  # ~4 bits; a broken decode gives ~0.2
     assert torch.isfinite(ref).all()
+
+
+def test_training_keeps_the_best_validation_weights_and_stops_early():
+    from icml26.entquant.models import _val_loss, eval_windows, stdlib_text
+
+    code = models.byte_tokens(stdlib_text(200_000))
+    assert code.numel() >= 200_000
+    docs = models.byte_tokens(models.pydoc_text()[0])
+    model = models.tiny_gpt(seed=0, dim=32, layers=1, heads=2)
+    val = docs[-4096:]
+    out = models.train_tiny_gpt(
+        model, [docs[:-4096], code], 60, batch=4, seq_len=32, progress=False, val_tokens=val,
+        eval_every=5, patience=2,
+    )  # fmt: skip
+    assert out.best_step % 5 == 0 and out.best_step <= out.steps <= 60
+    # the kept weights are the best evaluation's: their validation loss is that loss exactly
+    assert _val_loss(model, eval_windows(val, 64, 32), "cpu") == pytest.approx(out.best_val_loss)
+    with pytest.raises(ValueError, match="token stream"):
+        models.train_tiny_gpt(model, [docs, torch.arange(10)], 1, progress=False)

@@ -71,36 +71,111 @@ def tiny_gpt(
     return LlamaForCausalLM(cfg).to(device)
 
 
+def stdlib_text(max_bytes: int = 8_000_000) -> str:
+    """Python's own standard-library sources (``.py`` files; tests, idlelib and site-packages
+    left out), in path order, up to ``max_bytes``: training text beyond the documentation
+    topics. It depends on the Python version, as ``pydoc_data.topics`` does."""
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    parts, size = [], 0
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).parts
+        if any(p in ("test", "tests", "idlelib", "site-packages") for p in rel):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        parts.append(text)
+        size += len(text)
+        if size >= max_bytes:
+            break
+    return "\n\n".join(parts)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    last_loss: float
+    best_val_loss: float
+    """Validation loss at the kept step (nan without validation text)."""
+    best_step: int
+    """The step whose weights were kept (the last without validation text)."""
+    steps: int
+
+
+def _val_loss(model, windows: torch.Tensor, device) -> float:
+    model.eval()
+    with torch.no_grad():
+        losses = [model(input_ids=w.to(device), labels=w.to(device)).loss.item()
+                  for w in windows.split(16)]  # fmt: skip
+    model.train()
+    return sum(losses) / len(losses)
+
+
 def train_tiny_gpt(
     model,
-    tokens: torch.Tensor,
+    tokens: torch.Tensor | list[torch.Tensor],
     steps: int,
     batch: int = 16,
     seq_len: int = 128,
     lr: float = 3e-3,
     seed: int = 0,
     progress: bool = True,
-) -> float:
-    """AdamW with cosine decay on random windows of ``tokens`` (drawn on the CPU, trained on the
-    model's device); returns the last loss."""
-    if tokens.numel() <= seq_len + 1:
-        raise ValueError(f"need more than {seq_len + 1} tokens to train, got {tokens.numel()}")
+    val_tokens: torch.Tensor | None = None,
+    eval_every: int = 100,
+    patience: int = 5,
+) -> TrainResult:
+    """AdamW with cosine decay on random windows (drawn on the CPU, trained on the model's
+    device). ``tokens``: one token stream, or several, each window drawn from one of them with
+    equal probability. With ``val_tokens``, the validation loss is measured every
+    ``eval_every`` steps, the best weights are kept, and training stops after ``patience``
+    evaluations without improvement (early stopping)."""
+    sources = [tokens] if isinstance(tokens, torch.Tensor) else list(tokens)
+    if not sources or any(t.numel() <= seq_len + 1 for t in sources):
+        raise ValueError(f"every token stream needs more than {seq_len + 1} tokens to train")
     gen = torch.Generator().manual_seed(seed)
     device = next(model.parameters()).device
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(steps, 1))
+    val = None
+    if val_tokens is not None:
+        n_val = min(64, val_tokens.numel() // seq_len)
+        if n_val < 1:
+            raise ValueError(f"val_tokens needs at least {seq_len} tokens")
+        val = eval_windows(val_tokens, n_val, seq_len)
+    best = (math.inf, 0, None)
+    bad = 0
     model.train()
     loss = torch.tensor(float("nan"))
-    for _ in tqdm(range(steps), desc="train tiny GPT", disable=not progress, leave=False):
-        starts = torch.randint(0, tokens.numel() - seq_len - 1, (batch,), generator=gen)
-        x = torch.stack([tokens[s : s + seq_len + 1] for s in starts.tolist()]).to(device)
+    step = 0
+    for step in tqdm(range(1, steps + 1), desc="train tiny GPT", disable=not progress,
+                     leave=False):  # fmt: skip
+        which = torch.randint(0, len(sources), (batch,), generator=gen).tolist()
+        rows = []
+        for k in which:
+            start = int(torch.randint(0, sources[k].numel() - seq_len - 1, (), generator=gen))
+            rows.append(sources[k][start : start + seq_len + 1])
+        x = torch.stack(rows).to(device)
         loss = model(input_ids=x[:, :-1], labels=x[:, 1:]).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
+        if val is not None and (step % eval_every == 0 or step == steps):
+            v = _val_loss(model, val, device)
+            if v < best[0]:
+                state = {k: t.detach().clone() for k, t in model.state_dict().items()}
+                best, bad = (v, step, state), 0
+            else:
+                bad += 1
+                if bad >= patience:
+                    break
+    if best[2] is not None:
+        model.load_state_dict(best[2])
     model.eval()
-    return loss.item()
+    return TrainResult(loss.item(), best[0] if val is not None else math.nan,
+                       best[1] if val is not None else step, step)  # fmt: skip
 
 
 def eval_windows(tokens: torch.Tensor, windows: int, seq_len: int) -> torch.Tensor:
