@@ -123,6 +123,9 @@ def test_streaming_compression_equals_quantize_then_save(tmp_path):
         compress_streaming(tmp_path / "stream", tmp_path / "again", 14.5, progress=False)
     with pytest.raises(ValueError, match=r"config\.json"):
         compress_streaming(tmp_path / "nothing", tmp_path / "x", 14.5, progress=False)
+    with pytest.raises(ValueError, match="new or empty"):
+        compress_streaming(tmp_path / "src", tmp_path / "stream", 14.5, progress=False)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no leftovers
 
 
 def test_compress_command_streams(tmp_path, capsys):
@@ -146,3 +149,54 @@ def test_loading_a_compressed_model_peaks_below_the_fp32_one(tmp_path):
     out = load_memory(model, 14.5, tmp_path, max_iter=10)
     assert out["logits max |difference| after saving and loading"] == 0.0
     assert out["peak MiB, EntQuant checkpoint"] < out["peak MiB, fp32 checkpoint"]
+
+
+def test_layers_survive_dtype_and_device_moves_and_copies():
+    """model.to(bf16) keeps the scales in their stored dtype and drops decoded copies; a deep
+    copy's decode cache entries belong to the copy."""
+    from icml26.entquant import set_decode_cache
+
+    model = tiny_gpt(seed=0, dim=32, layers=1, heads=2).eval()
+    quantize(model, 14.5, max_iter=5, progress=False, decode="cached")
+    layer = model.model.layers[0].mlp.up_proj
+    scales = layer.scales.clone()
+    ids = torch.randint(0, 256, (1, 6))
+    with torch.no_grad():
+        model(ids)
+    assert layer._dense is not None
+    model.to(torch.bfloat16)
+    assert layer.scales.dtype == torch.float32 and torch.equal(layer.scales, scales)
+    assert layer._dense is None
+    with torch.no_grad():
+        assert model(ids).logits.dtype == torch.bfloat16
+    lazy = tiny_gpt(seed=0, dim=32, layers=1, heads=2).eval()
+    quantize(lazy, 14.5, max_iter=5, progress=False)
+    cache = set_decode_cache(lazy, 10**8)
+    with torch.no_grad():
+        lazy(ids)
+    twin = copy.deepcopy(lazy)
+    with torch.no_grad():
+        twin(ids)
+    assert twin.model.layers[0].mlp.up_proj.cache is not cache
+    assert twin.model.layers[0].mlp.up_proj.cache.hits == cache.misses  # the copy's own entries
+
+
+def test_a_corrupted_checkpoint_fails_at_load(compressed, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    path, _, _ = compressed
+    tensors = load_file(path / "model.safetensors")
+    tensors["model.layers.0.mlp.up_proj.lane_starts"][-1] += 3
+    (tmp_path / "bad").mkdir()
+    save_file(tensors, tmp_path / "bad" / "model.safetensors", metadata={"format": "pt"})
+    (tmp_path / "bad" / "config.json").write_text((path / "config.json").read_text())
+    with pytest.raises(ValueError, match="lane offsets"):
+        AutoModelForCausalLM.from_pretrained(tmp_path / "bad")
+
+
+def test_a_base_model_loads_from_the_causal_lm_checkpoint(compressed):
+    from transformers import AutoModel
+
+    path, _, _ = compressed
+    base = AutoModel.from_pretrained(path)
+    assert isinstance(base.layers[0].mlp.down_proj, EntQuantLinear)

@@ -234,8 +234,9 @@ def inference_variants(model, lam: float) -> dict:
 
 
 _PEAK_PROBE = """
-import json, sys
+import json, os, sys
 import torch
+torch.set_num_threads(int(os.environ["ICML26_THREADS"]))
 import icml26.entquant  # registers the quantization method
 from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM
@@ -271,11 +272,14 @@ def _peak_load_kib(path: Path, logits_out: Path, warm: Path) -> int:
     resident only when used. Its logits go to ``logits_out``. ``warm``: a small checkpoint
     loaded and run first, so the code a first load imports is not counted."""
     import json
+    import os
     import subprocess
     import sys
 
     args = [sys.executable, "-c", _PEAK_PROBE, str(path), str(logits_out), str(warm)]
-    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    # the parent's thread count: the same reductions, so logits compare exactly
+    env = {**os.environ, "ICML26_THREADS": str(torch.get_num_threads())}
+    done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"loading {path} failed:\n{done.stderr[-2000:]}")
     row = json.loads(done.stdout.strip().splitlines()[-1])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,7 @@ class CompressConfig:
     """Compress shard by shard, tensor by tensor, without loading the model (a safetensors
     folder; writes a transformers checkpoint)."""
     shard_mb: int = 2000
-    """--stream: output shard size in MB."""
+    """--stream: output shard size in MB (--device does not apply: it runs on the CPU)."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda, cuda:N"""
 
@@ -65,6 +66,8 @@ class CompressConfig:
             raise ValueError(f"--lam must be >= 0, got {self.lam}")
         if self.qtype not in ("fp8_e4m3", "int8"):
             raise ValueError(f"--qtype must be fp8_e4m3 or int8, got {self.qtype!r}")
+        if self.shard_mb < 1:
+            raise ValueError(f"--shard-mb must be >= 1, got {self.shard_mb}")
 
 
 def load_hf(path: Path):
@@ -191,8 +194,6 @@ class _ShardWriter:
 
 
 def _atomic(path: Path, write) -> None:
-    import tempfile
-
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -219,39 +220,115 @@ def compress_streaming(
     """Compress the safetensors checkpoint folder ``src`` into the transformers checkpoint
     ``out`` without loading the model: one tensor in memory at a time (plus the output shard
     being filled). The block linears (``target_linears`` of the architecture, built on the
-    meta device) are compressed as ``quantize`` would; every other tensor is copied. The
-    result is bit-identical to ``quantize`` then ``save_pretrained``."""
+    meta device) are compressed as ``quantize`` would; every other tensor is copied as stored.
+    The output is written into a temporary folder beside ``out`` and renamed to ``out`` when
+    complete (``out`` must be new or empty). For an fp32 source the result is bit-identical to
+    ``quantize`` then ``save_pretrained``; for a bf16 one the coded layers are the same (the
+    matrices are quantised in fp32 either way) and the other tensors keep bf16."""
     from safetensors import safe_open
-    from tqdm.auto import tqdm
     from transformers import AutoConfig
 
     from icml26.entquant.hf import EntQuantConfig
-    from icml26.entquant.layers import quantize_weight, target_linears
+    from icml26.entquant.layers import target_linears
+    from icml26.entquant.quantize import QTYPES
 
     src, out = Path(src), Path(out)
-    files = sorted(src.glob("*.safetensors"))
-    if not src.is_dir() or not files or not (src / "config.json").is_file():
-        raise ValueError(f"{src}: --stream needs a folder with config.json and *.safetensors")
+    if not src.is_dir() or not (src / "config.json").is_file():
+        raise ValueError(f"{src}: --stream needs a checkpoint folder with config.json")
+    files = _checkpoint_files(src)
+    if qtype not in QTYPES or not lam >= 0 or shard_bytes < 1:
+        raise ValueError(f"need qtype in {sorted(QTYPES)}, lam >= 0 and shard_bytes >= 1")
+    if out.resolve() == src.resolve() or (out.exists() and any(out.iterdir())):
+        raise ValueError(f"{out}: the output folder must be new or empty (and not the source)")
     config = AutoConfig.from_pretrained(src)
     if getattr(config, "quantization_config", None) is not None:
         raise ValueError(f"{src} is already quantised ({config.quantization_config})")
-    targets = set(target_linears(_meta_model(config), include)) - set(skip)
-    out.mkdir(parents=True, exist_ok=True)
-    writer = _ShardWriter(out, shard_bytes)
+    meta = _meta_model(config)
+    targets = set(target_linears(meta, include)) - set(skip)
+    prefix = f"{getattr(meta, 'base_model_prefix', '')}."
+
+    def target(key: str) -> bool:  # checkpoint keys may carry the base model's prefix or not
+        module, _, leaf = key.rpartition(".")
+        names = (module, module.removeprefix(prefix), prefix + module)
+        return leaf == "weight" and any(n in targets for n in names)
+
+    keys_of = {}
+    for path in files:  # headers only: what will be compressed, before anything is written
+        with safe_open(str(path), "pt") as f:
+            keys_of[path] = list(f.keys())
+    if not any(target(k) for keys in keys_of.values() for k in keys):
+        raise ValueError(f"{src}: no tensor of a block linear found to compress")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        summary = _stream(files, keys_of, target, work, lam, qtype, super_weight_sigma,
+                          max_iter, scale_dtype, shard_bytes, progress)  # fmt: skip
+        config.quantization_config = EntQuantConfig(qtype=qtype, lam=lam).to_dict()
+        config.save_pretrained(work)
+        for extra in src.iterdir():  # tokenizer, generation config, chat template, ...
+            if (
+                extra.is_file()
+                and extra.suffix in _METADATA
+                and extra.name not in ("config.json", "model.safetensors.index.json")
+            ):
+                shutil.copy2(extra, work / extra.name)
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        os.replace(work, out)  # the whole checkpoint appears at once
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return summary
+
+
+_METADATA = {".json", ".txt", ".model", ".tiktoken", ".jinja", ".md"}
+"""Files copied beside the compressed shards (weights in other formats are not)."""
+
+
+def _checkpoint_files(src: Path) -> list[Path]:
+    """The checkpoint's safetensors files: those its index names, else model.safetensors, else
+    the only safetensors file (several without an index are ambiguous)."""
+    index = src / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (json.JSONDecodeError, KeyError) as e:
+            raise ValueError(f"{index} is not a safetensors index ({e})") from e
+        files = [src / n for n in names]
+        missing = [f.name for f in files if not f.is_file()]
+        if missing:
+            raise ValueError(f"{src}: shards named in the index are missing: {missing[:5]}")
+        return files
+    if (src / "model.safetensors").is_file():
+        return [src / "model.safetensors"]
+    files = sorted(src.glob("*.safetensors"))
+    if len(files) != 1:
+        raise ValueError(
+            f"{src}: expected model.safetensors or an index, found {len(files)} safetensors files"
+        )
+    return files
+
+
+def _stream(files, keys_of, target, work: Path, lam, qtype, super_weight_sigma, max_iter,
+            scale_dtype, shard_bytes, progress) -> dict:  # fmt: skip
+    from safetensors import safe_open
+    from tqdm.auto import tqdm
+
+    from icml26.entquant.layers import quantize_weight
+
+    writer = _ShardWriter(work, shard_bytes)
     t0, layers, params, bits = time.perf_counter(), 0, 0, 0.0
     for path in files:
         with safe_open(str(path), "pt") as f:
-            keys = list(f.keys())
-            for key in tqdm(keys, desc=path.name, disable=not progress, leave=False):
-                module, _, leaf = key.rpartition(".")
+            for key in tqdm(keys_of[path], desc=path.name, disable=not progress, leave=False):
                 tensor = f.get_tensor(key)
-                if module not in targets or leaf != "weight":
+                if not target(key):
                     writer.add(key, tensor)
                     continue
+                module = key.rpartition(".")[0]
                 enc, scales, report = quantize_weight(
-                    tensor, module, lam, qtype,  # type: ignore[arg-type]
-                    super_weight_sigma, max_iter, scale_dtype,
-                )  # fmt: skip
+                    tensor, module, lam, qtype, super_weight_sigma, max_iter, scale_dtype
+                )
                 del tensor  # the dense matrix goes before the next one is read
                 layer = {
                     "words": enc.words.to(torch.int32).to(torch.int16),
@@ -265,14 +342,6 @@ def compress_streaming(
                 params += report.shape[0] * report.shape[1]
                 bits += report.bits_per_param * report.shape[0] * report.shape[1]
     n_out = writer.close()
-    config.quantization_config = EntQuantConfig(qtype=qtype, lam=lam).to_dict()
-    config.save_pretrained(out)
-    for extra in src.iterdir():  # tokenizer, generation config, ...
-        if extra.is_file() and extra.suffix != ".safetensors" and extra.name not in (
-            "config.json", "model.safetensors.index.json"):  # fmt: skip
-            shutil.copy2(extra, out / extra.name)
-    if layers == 0:
-        raise ValueError(f"{src}: no block linear weight found to compress")
     return {
         "layers": layers,
         "params": params,

@@ -16,8 +16,10 @@ and ``<name>.bias``; everything else as transformers saves it.
 Loading builds the model on the meta device (transformers does so for every checkpoint); before
 any weight is read, ``EntQuantizer`` replaces each compressed ``nn.Linear`` by an
 ``EntQuantLinear`` whose buffers have the exact shapes in the file's header (read without
-reading data), and the loader then assigns the file's tensors to them. No float copy of a
-compressed layer is ever made: peak memory is the compressed model's plus one decoded layer.
+reading data), and the loader then assigns the file's tensors to them: no float copy of a
+compressed layer is made while loading. After loading, every coded layer is validated once on
+the host. Running it (lazy decoding, no_grad) adds one decoded layer and the decoder's
+temporaries.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class EntQuantConfig(QuantizationConfigMixin):
                  **kwargs: Any):  # fmt: skip
         if decode not in ("lazy", "cached"):
             raise ValueError(f"decode must be 'lazy' or 'cached', got {decode!r}")
+        if qtype not in ("fp8_e4m3", "int8"):
+            raise ValueError(f"qtype must be 'fp8_e4m3' or 'int8', got {qtype!r}")
         self.quant_method = METHOD
         self.qtype = qtype
         self.lam = lam
@@ -74,6 +78,23 @@ class EntQuantizer(HfQuantizer):
     def _process_model_before_weight_loading(self, model: nn.Module, checkpoint_files=None,
                                              **kwargs: Any) -> None:  # fmt: skip
         shapes = coded_shapes(checkpoint_files or [])
+        if not shapes:
+            raise ValueError(
+                "an EntQuant checkpoint needs its safetensors files (no coded tensor found): "
+                "load it with from_pretrained(folder)"
+            )
+        # the checkpoint may name layers with or without the base model's prefix ("model."),
+        # as transformers allows when loading a causal LM's file into its base model or back
+        prefix = f"{getattr(model, 'base_model_prefix', '')}."
+        modules = dict(model.named_modules())
+
+        def here(name: str) -> str | None:
+            for candidate in (name, name.removeprefix(prefix), prefix + name):
+                if isinstance(modules.get(candidate), nn.Linear):
+                    return candidate
+            return None
+
+        shapes = {here(k) or k: v for k, v in shapes.items()}
         self.targets = set()
         qtype = self.quantization_config.qtype
         decode = self.quantization_config.decode
@@ -89,11 +110,20 @@ class EntQuantizer(HfQuantizer):
         if missing:
             raise ValueError(f"the checkpoint compresses layers the model lacks: {sorted(missing)}")
 
+    def _process_model_after_weight_loading(self, model: nn.Module, **kwargs: Any) -> None:
+        for module in model.modules():  # a corrupted file fails here, not inside a decoder
+            if isinstance(module, EntQuantLinear):
+                module.check()
+
     def param_needs_quantization(self, model: nn.Module, param_name: str, **kwargs: Any) -> bool:
         # For a pre-quantized checkpoint this only exempts the coded tensors from the loader's
         # shape check (the placeholders already have the file's shapes).
         module, _, suffix = param_name.rpartition(".")
-        return suffix in CODED and module in getattr(self, "targets", ())
+        targets = getattr(self, "targets", ())
+        prefix = f"{getattr(model, 'base_model_prefix', '')}."
+        return suffix in CODED and any(
+            m in targets for m in (module, module.removeprefix(prefix), prefix + module)
+        )
 
     def is_serializable(self, *args: Any, **kwargs: Any) -> bool:
         return True

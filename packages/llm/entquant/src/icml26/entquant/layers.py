@@ -68,9 +68,28 @@ class DecodeCache:
             self._items[key] = w
             self.nbytes += size
 
+    def drop(self, key) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.nbytes -= old.numel() * old.element_size()
+
     def clear(self) -> None:
         self._items.clear()
         self.nbytes = 0
+
+
+def check_scales(scales: torch.Tensor, dtype: torch.dtype) -> None:
+    """Scales must be finite, positive and normal in ``dtype`` (float16 has a narrow range: a
+    subnormal scale keeps only a few bits)."""
+    if dtype not in (torch.float32, torch.float16):
+        raise ValueError(f"scale_dtype must be torch.float32 or float16, got {dtype}")
+    s = scales.detach().float().cpu()
+    cast = s.to(dtype).float()
+    if not bool(torch.isfinite(cast).all()) or bool((cast < torch.finfo(dtype).tiny).any()):
+        raise ValueError(
+            f"a scale is not a finite, positive, normal {dtype} number "
+            f"(range {float(s.min()):.3g} .. {float(s.max()):.3g}): keep scale_dtype=float32"
+        )
 
 
 class EntQuantLinear(nn.Module):
@@ -103,15 +122,8 @@ class EntQuantLinear(nn.Module):
             raise ValueError(
                 f"scales must have shape (out,) = ({encoded.shape[0]},), got {tuple(scales.shape)}"
             )
-        if (
-            scale_dtype == torch.float16
-            and scales.device.type != "meta"
-            and not bool(
-                torch.isfinite(scales.to(torch.float16)).all()
-                & (scales.to(torch.float16) != 0).all()
-            )
-        ):
-            raise ValueError("a scale over- or underflows float16: keep scale_dtype=float32")
+        if scales.device.type != "meta":
+            check_scales(scales, scale_dtype)
         self.out_features, self.in_features = encoded.shape
         self.qtype: QType = qtype
         self.decode_mode = decode
@@ -124,6 +136,37 @@ class EntQuantLinear(nn.Module):
         )
         self._dense: torch.Tensor | None = None
         self.cache: DecodeCache | None = None
+        self._cache_key = object()  # deep copies get their own key (id() could be reused)
+
+    def _apply(self, fn, recurse=True):
+        # .to(dtype) / .half() on the model must not round the scales (they stay in their
+        # stored dtype; only their device follows), and decoded copies are dropped: they
+        # would stay on the old device or dtype.
+        scales = self.scales
+        self._dense = None
+        if self.cache is not None:
+            self.cache.drop(self._cache_key)
+        out = super()._apply(fn, recurse)
+        self.scales = scales.to(fn(scales).device)
+        return out
+
+    def check(self) -> None:
+        """Validate the coded tensors (once, on the host): lane offsets within the words and at
+        least two words a lane, a frequency table of 2^k, finite positive scales. A loader calls
+        it so a corrupted file fails here, not inside a GPU decoder."""
+        starts = self.lane_starts.cpu().to(torch.int64)
+        freqs = self.freqs.cpu().to(torch.int64)
+        total = int(freqs.sum())
+        if (
+            starts.numel() < 2
+            or int(starts[0]) != 0
+            or int(starts[-1]) != self.words.numel()
+            or bool((starts.diff() < 2).any())
+        ):
+            raise ValueError(f"{self!r}: lane offsets do not fit the words")
+        if freqs.numel() != coding.ALPHABET or bool((freqs < 0).any()) or total & (total - 1):
+            raise ValueError(f"{self!r}: the frequency table is not 256 counts summing to 2^k")
+        check_scales(self.scales, self.scales.dtype)
 
     @classmethod
     def placeholder(
@@ -172,7 +215,7 @@ class EntQuantLinear(nn.Module):
         one, else decoded now (and kept, with ``decode="cached"`` or in a shared cache)."""
         if self._dense is not None:
             return self._dense.to(dtype)
-        key = id(self)
+        key = self._cache_key
         if self.cache is not None and (w := self.cache.get(key)) is not None and w.dtype == dtype:
             return w
         q = self.quantized()
@@ -259,7 +302,10 @@ class QuantizeReport:
 def target_linears(model: nn.Module, include: str | None = None) -> list[str]:
     """Qualified names of the layers ``quantize`` would replace (see the module docstring);
     ``include`` (a regex searched in the name) replaces the default rule."""
-    pattern = re.compile(include) if include is not None else BLOCK_LINEAR
+    try:
+        pattern = re.compile(include) if include is not None else BLOCK_LINEAR
+    except re.error as e:
+        raise ValueError(f"include={include!r} is not a valid regular expression ({e})") from e
     return [
         name
         for name, mod in model.named_modules()
@@ -360,6 +406,7 @@ def quantize_weight(
     enc = coding.encode(qw.codes)
     seconds = time.perf_counter() - t0
     w = weight.detach().float()
+    check_scales(qw.scales, scale_dtype)  # before anything is written with them
     # the error of what the layer will compute with: scales rounded to scale_dtype
     scales = qw.scales.to(scale_dtype).float()
     w_hat = qw.values() * scales[:, None]

@@ -157,7 +157,8 @@ def train_tiny_gpt(
             start = int(torch.randint(0, sources[k].numel() - seq_len - 1, (), generator=gen))
             rows.append(sources[k][start : start + seq_len + 1])
         x = torch.stack(rows).to(device)
-        loss = model(input_ids=x[:, :-1], labels=x[:, 1:]).loss
+        # transformers shifts the labels itself: labels = input_ids is next-token prediction
+        loss = model(input_ids=x, labels=x).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
