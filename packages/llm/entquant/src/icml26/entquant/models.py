@@ -301,4 +301,10 @@ def load_smollm2(device: torch.device | str = "cpu"):
     path = smollm2_path()
     tok = AutoTokenizer.from_pretrained(path, gguf_file=GGUF_FILE)
     model = AutoModelForCausalLM.from_pretrained(path, gguf_file=GGUF_FILE, dtype=torch.float32)
+    # transformers de-quantised the GGUF tensors to fp32 but leaves a (non-serialisable) GGUF
+    # quantizer attached: the model is a plain fp32 model, so it saves as one
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if getattr(model.config, "quantization_config", None) is not None:
+        del model.config.quantization_config
     return model.to(device).eval(), tok
