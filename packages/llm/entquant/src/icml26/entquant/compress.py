@@ -28,7 +28,7 @@ import torch
 
 from icml26.entquant._results import resolve_device
 from icml26.entquant.layers import quantize
-from icml26.entquant.storage import bits_per_param, save_compressed
+from icml26.entquant.storage import _atomic_write, bits_per_param, save_compressed
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,9 @@ class _ShardWriter:
         from safetensors.torch import save_file
 
         name = f".shard-{len(self.files):05d}.safetensors"
-        _atomic(self.out / name, lambda p: save_file(self.pending, p, metadata={"format": "pt"}))
+        _atomic_write(
+            self.out / name, lambda p: save_file(self.pending, p, metadata={"format": "pt"})
+        )
         self.files.append((name, list(self.pending)))
         self.total += self.size
         self.pending, self.size = {}, 0
@@ -188,20 +190,9 @@ class _ShardWriter:
             self.weight_map.update(dict.fromkeys(keys, final))
         if n > 1:
             index = {"metadata": {"total_size": self.total}, "weight_map": self.weight_map}
-            _atomic(self.out / "model.safetensors.index.json",
+            _atomic_write(self.out / "model.safetensors.index.json",
                     lambda p: Path(p).write_text(json.dumps(index, indent=2)))  # fmt: skip
         return n
-
-
-def _atomic(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def compress_streaming(
