@@ -92,6 +92,23 @@ def test_input_checks_read_no_device_values():
         check_santa_inputs(torch.full((2, 4, 8), float("nan")), cpu, cpu, 8, "tile_fixed", 16)
 
 
+def test_a_checked_rans_table_is_not_read_back():
+    # A device table with its precision given is not summed (one host sync per decode per
+    # layer otherwise); a CPU table is still checked against the precision it claims.
+    from icml26.kernels.entropy import _check_decode, quantize_frequencies
+
+    meta = dict(device="meta")
+    words, starts = torch.empty(10, dtype=torch.int32, **meta), torch.empty(3, **meta).long()
+    assert _check_decode(words, starts, torch.empty(256, dtype=torch.int64, **meta), 40, 12) == 12
+    with pytest.raises(RuntimeError, match="meta"):  # without the precision, the table is read
+        _check_decode(words, starts, torch.empty(256, dtype=torch.int64, **meta), 40)
+    f = quantize_frequencies(torch.arange(1, 257), prob_bits=12)
+    with pytest.raises(ValueError, match="2\\^12"):
+        _check_decode(torch.zeros(4, dtype=torch.int32), torch.tensor([0, 4]), f, 3, 10)
+    with pytest.raises(ValueError, match="prob_bits"):
+        _check_decode(words, starts, torch.empty(256, dtype=torch.int64, **meta), 40, 17)
+
+
 @needs_triton
 def test_every_autotuner_is_well_formed(monkeypatch):
     # Autotuning only happens on a GPU (under the interpreter the kernels run untuned), so the

@@ -52,10 +52,14 @@ def _rans_decode_kernel(
 
 
 def rans_decode_triton(
-    words: torch.Tensor, starts: torch.Tensor, freqs: torch.Tensor, num_symbols: int
+    words: torch.Tensor,
+    starts: torch.Tensor,
+    freqs: torch.Tensor,
+    num_symbols: int,
+    prob_bits: int | None = None,
 ) -> torch.Tensor:
     """Decode ``num_symbols`` symbols, one thread per lane; (num_symbols,) int64."""
-    prob_bits = _check_decode(words, starts, freqs, num_symbols)
+    prob_bits = _check_decode(words, starts, freqs, num_symbols, prob_bits)
     assert STATE_LOW == 1 << WORD_BITS == 65536  # the kernel hard-codes both
     device = words.device
     lanes = starts.numel() - 1

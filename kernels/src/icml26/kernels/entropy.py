@@ -21,9 +21,11 @@ int32 tensor of 16-bit words with ``starts`` (lanes + 1 offsets).
   occurring symbol >= 1;
 - ``rans_encode(symbols, freqs, lanes)``: the encoder (NumPy, vectorised over lanes like the
   reference decoder; encoding is done once, offline, when a checkpoint is compressed);
-- ``rans_decode(words, starts, freqs, num_symbols)``: the decoder op; ``rans_decode_reference``
-  is plain PyTorch (vectorised over lanes, one loop over steps), the Triton kernel runs one
-  thread per lane; ``rans_decode_numpy`` is the same loop in NumPy, the fast CPU path.
+- ``rans_decode(words, starts, freqs, num_symbols, prob_bits=None)``: the decoder op (give
+  ``prob_bits`` of a table already checked and a device decode reads no value back to the host);
+  ``rans_decode_reference`` is plain PyTorch (vectorised over lanes, one loop over steps), the
+  Triton kernel runs one thread per lane; ``rans_decode_numpy`` is the same loop in NumPy, the
+  fast CPU path.
 """
 
 from typing import NamedTuple
@@ -75,7 +77,11 @@ def quantize_frequencies(counts, prob_bits: int = 12) -> torch.Tensor:
     return freqs.to(torch.int64)
 
 
-def _check_freqs(freqs: torch.Tensor) -> int:
+def _check_freqs(freqs: torch.Tensor, prob_bits: int | None = None) -> int:
+    """The table's precision ``log2(sum(freqs))``. On the CPU the sum is read and checked; a
+    table on a device with ``prob_bits`` given is taken at its word (it was validated where it
+    was built or loaded), so a decode reads no device value; without ``prob_bits`` the sum is
+    read, one host sync."""
     if (
         not isinstance(freqs, torch.Tensor)
         or freqs.dim() != 1
@@ -86,14 +92,18 @@ def _check_freqs(freqs: torch.Tensor) -> int:
         )
     ):
         raise TypeError("freqs must be a 1-D int32/int64 tensor")
-    # the table's sum fixes the precision: free on the CPU, where tables are built; a GPU table
-    # costs one host read here (keep the small table on the CPU for a sync-free decode)
+    if prob_bits is not None and (not isinstance(prob_bits, int) or not 1 <= prob_bits <= 16):
+        raise ValueError(f"prob_bits must be an int in [1, 16], got {prob_bits!r}")
+    if prob_bits is not None and freqs.device.type != "cpu":
+        return prob_bits
     total = int(freqs.sum())
-    prob_bits = total.bit_length() - 1
+    bits = total.bit_length() - 1
     negative = freqs.device.type == "cpu" and bool((freqs < 0).any())
-    if total != 1 << prob_bits or not 1 <= prob_bits <= 16 or negative:
+    if total != 1 << bits or not 1 <= bits <= 16 or negative:
         raise ValueError(f"freqs must be >= 0 and sum to a power of two <= 2^16, got sum {total}")
-    return prob_bits
+    if prob_bits is not None and prob_bits != bits:
+        raise ValueError(f"prob_bits={prob_bits} but the table sums to 2^{bits}")
+    return bits
 
 
 def rans_encode(symbols, freqs: torch.Tensor, lanes: int = 32) -> RansStreams:
@@ -144,8 +154,8 @@ def rans_encode(symbols, freqs: torch.Tensor, lanes: int = 32) -> RansStreams:
     return RansStreams(torch.from_numpy(words), torch.from_numpy(starts.astype(np.int64)))
 
 
-def _check_decode(words, starts, freqs, num_symbols) -> int:
-    prob_bits = _check_freqs(freqs)
+def _check_decode(words, starts, freqs, num_symbols, prob_bits=None) -> int:
+    prob_bits = _check_freqs(freqs, prob_bits)
     if not isinstance(words, torch.Tensor) or words.dim() != 1 or words.dtype != torch.int32:
         raise TypeError("words must be a 1-D int32 tensor of 16-bit words")
     if not isinstance(starts, torch.Tensor) or starts.dim() != 1 or starts.numel() < 2:
@@ -161,10 +171,14 @@ def _check_decode(words, starts, freqs, num_symbols) -> int:
 
 
 def rans_decode_reference(
-    words: torch.Tensor, starts: torch.Tensor, freqs: torch.Tensor, num_symbols: int
+    words: torch.Tensor,
+    starts: torch.Tensor,
+    freqs: torch.Tensor,
+    num_symbols: int,
+    prob_bits: int | None = None,
 ) -> torch.Tensor:
     """Decode ``num_symbols`` symbols from interleaved streams; (num_symbols,) int64."""
-    prob_bits = _check_decode(words, starts, freqs, num_symbols)
+    prob_bits = _check_decode(words, starts, freqs, num_symbols, prob_bits)
     device = words.device
     lanes = starts.numel() - 1
     M = 1 << prob_bits
@@ -192,12 +206,16 @@ def rans_decode_reference(
 
 
 def rans_decode_numpy(
-    words: torch.Tensor, starts: torch.Tensor, freqs: torch.Tensor, num_symbols: int
+    words: torch.Tensor,
+    starts: torch.Tensor,
+    freqs: torch.Tensor,
+    num_symbols: int,
+    prob_bits: int | None = None,
 ) -> torch.Tensor:
     """The reference decoder's loop in NumPy: the fast CPU path (a NumPy step on a few hundred
     lanes costs a few microseconds, a PyTorch step tens). Same output as the reference, which
     the tests check; (num_symbols,) int64 on the CPU."""
-    prob_bits = _check_decode(words, starts, freqs, num_symbols)
+    prob_bits = _check_decode(words, starts, freqs, num_symbols, prob_bits)
     lanes = starts.numel() - 1
     M = 1 << prob_bits
     f = freqs.cpu().numpy().astype(np.int64)
@@ -235,13 +253,17 @@ rans_decode = register_op(
 # run time (Triton on CUDA).
 @torch.library.custom_op("icml26::rans_decode", mutates_args=())
 def _rans_decode_op(
-    words: torch.Tensor, starts: torch.Tensor, freqs: torch.Tensor, num_symbols: int
+    words: torch.Tensor,
+    starts: torch.Tensor,
+    freqs: torch.Tensor,
+    num_symbols: int,
+    prob_bits: int | None = None,
 ) -> torch.Tensor:
-    return rans_decode(words, starts, freqs, num_symbols).contiguous()
+    return rans_decode(words, starts, freqs, num_symbols, prob_bits).contiguous()
 
 
 @_rans_decode_op.register_fake
-def _(words, starts, freqs, num_symbols):
+def _(words, starts, freqs, num_symbols, prob_bits=None):
     return words.new_empty(num_symbols, dtype=torch.int64)
 
 

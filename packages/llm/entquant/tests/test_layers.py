@@ -53,6 +53,32 @@ def test_coded_tensors_stay_compact_in_memory():
         EntQuantLinear(enc, layer.scales, "fp8_e4m3", scale_dtype=torch.bfloat16)
 
 
+def test_the_checked_table_precision_reaches_the_decoder():
+    """A layer knows its table's precision as a Python int, so a GPU decode reads no value
+    back; loading a state dict forgets it until the table is checked again."""
+    lin = nn.Linear(32, 16)
+    layer = EntQuantLinear.from_linear(lin, 14.5, max_iter=20)
+    assert layer.encoded.prob_bits == 12
+    with torch.device("meta"):
+        twin = EntQuantLinear.placeholder(32, 16, _shapes(layer), "fp8_e4m3", bias=True)
+    twin.load_state_dict(layer.state_dict(), assign=True)
+    assert twin.encoded.prob_bits is None  # the decoder sums the table itself
+    x = torch.randn(2, 32)
+    torch.testing.assert_close(twin(x), layer(x), rtol=0, atol=0)
+    twin.check()
+    assert twin.encoded.prob_bits == 12
+    torch.testing.assert_close(twin(x), layer(x), rtol=0, atol=0)
+
+
+def _shapes(layer):
+    return {
+        "words": tuple(layer.words.shape),
+        "lane_starts": tuple(layer.lane_starts.shape),
+        "freqs": tuple(layer.freqs.shape),
+        "scales": tuple(layer.scales.shape),
+    }
+
+
 def test_forward_builds_the_weight_in_the_input_dtype():
     lin = nn.Linear(32, 16)
     layer = EntQuantLinear.from_linear(lin, 14.5, max_iter=20)

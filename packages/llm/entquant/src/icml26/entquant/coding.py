@@ -35,12 +35,14 @@ DEFAULT_PROB_BITS = 12
 @dataclass(frozen=True)
 class EncodedCodes:
     """One matrix's codes, rANS coded. ``words`` (W,) int32 of 16-bit words, ``starts``
-    (lanes + 1,) int64, ``freqs`` (256,) int64 summing to 2^prob_bits; ``shape`` of the codes."""
+    (lanes + 1,) int64, ``freqs`` (256,) int64 summing to 2^prob_bits; ``shape`` of the codes;
+    ``prob_bits`` when the table has been checked (the decoders then read no device value)."""
 
     words: torch.Tensor
     starts: torch.Tensor
     freqs: torch.Tensor
     shape: tuple[int, ...]
+    prob_bits: int | None = None
 
     @property
     def num_symbols(self) -> int:
@@ -85,7 +87,7 @@ def encode(
         lanes = -(-flat.numel() // SYMBOLS_PER_LANE)
     lanes = max(1, min(lanes, flat.numel()))
     streams = rans_encode(flat.numpy(), freqs, lanes)
-    return EncodedCodes(streams.words, streams.starts, freqs, tuple(codes.shape))
+    return EncodedCodes(streams.words, streams.starts, freqs, tuple(codes.shape), prob_bits)
 
 
 def decode(enc: EncodedCodes, device: str | torch.device | None = None) -> torch.Tensor:
@@ -93,10 +95,14 @@ def decode(enc: EncodedCodes, device: str | torch.device | None = None) -> torch
     NumPy loop on the CPU (``ICML26_KERNELS=reference`` or ``interpret`` use those paths)."""
     device = torch.device(device) if device is not None else enc.words.device
     if device.type == "cpu" and os.environ.get("ICML26_KERNELS", "auto") == "auto":
-        sym = rans_decode_numpy(enc.words, enc.starts, enc.freqs, enc.num_symbols)
+        sym = rans_decode_numpy(enc.words, enc.starts, enc.freqs, enc.num_symbols, enc.prob_bits)
         return sym.to(torch.uint8).reshape(enc.shape)
     sym = rans_decode(
-        enc.words.to(device), enc.starts.to(device), enc.freqs.to(device), enc.num_symbols
+        enc.words.to(device),
+        enc.starts.to(device),
+        enc.freqs.to(device),
+        enc.num_symbols,
+        enc.prob_bits,
     )
     return sym.to(torch.uint8).reshape(enc.shape)
 

@@ -134,6 +134,11 @@ class EntQuantLinear(nn.Module):
         self.bias = (
             nn.Parameter(bias.detach().clone(), requires_grad=False) if bias is not None else None
         )
+        # the table's precision, a Python int once the table is checked, so a decode on a GPU
+        # reads nothing back (None: the decoder sums the table, one host sync per decode)
+        self._prob_bits: int | None = None
+        if encoded.freqs.device.type != "meta":
+            self._prob_bits = _table_bits(encoded.freqs)
         self._dense: torch.Tensor | None = None
         self.cache: DecodeCache | None = None
         self._cache_key = object()  # deep copies get their own key (id() could be reused)
@@ -167,6 +172,15 @@ class EntQuantLinear(nn.Module):
         if freqs.numel() != coding.ALPHABET or bool((freqs < 0).any()) or total & (total - 1):
             raise ValueError(f"{self!r}: the frequency table is not 256 counts summing to 2^k")
         check_scales(self.scales, self.scales.dtype)
+        self._prob_bits = _table_bits(freqs)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # a loaded table may have another precision: forget the checked one until check()
+        self._prob_bits = None
+        self._dense = None
+        if self.cache is not None:
+            self.cache.drop(self._cache_key)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @classmethod
     def placeholder(
@@ -204,6 +218,7 @@ class EntQuantLinear(nn.Module):
             self.lane_starts.to(torch.int64),
             self.freqs.to(torch.int64),
             (self.out_features, self.in_features),
+            self._prob_bits,
         )
 
     def quantized(self) -> QuantizedWeight:
@@ -253,6 +268,14 @@ class EntQuantLinear(nn.Module):
         """Quantise ``linear.weight`` with EntQuant at ``lam`` and entropy-code the codes."""
         qw = quantize_linear(linear.weight, lam, qtype, max_iter=max_iter)
         return cls(coding.encode(qw.codes), qw.scales, qtype, linear.bias, decode)
+
+
+def _table_bits(freqs: torch.Tensor) -> int | None:
+    """log2 of the table's total when it is a power of two in [2, 2^16], else None (the
+    decoder then reports the bad table)."""
+    total = int(freqs.to(torch.int64).sum())
+    bits = total.bit_length() - 1
+    return bits if total == 1 << bits and 1 <= bits <= 16 else None
 
 
 def set_decode_cache(model: nn.Module, max_bytes: int) -> DecodeCache:
