@@ -45,6 +45,7 @@ def test_every_expected_member_is_there():
         "icml26-lrpo",
         "icml26-varsr",
         "icml26-tactic",
+        "icml26-fahnes",
     } <= names
 
 

@@ -1,0 +1,3 @@
+from icml26.fahnes.cli import main
+
+raise SystemExit(main())
