@@ -121,21 +121,17 @@ def _cell(text: str) -> str:
 
 
 def verdict_cell(results: dict) -> str:
-    """The package verdict and how its claims' rows add up, e.g. 'partly (2 of 3 claims)'."""
-    rows = [c["verdict"] for c in results["claims"]]
+    """How the claims' rows add up, in the fixed order, then the package's summary word:
+    '2 reproduced · 1 inconclusive · 1 untestable here (**partly**)'."""
     if results["verdict"] == "smoke":
         return "smoke"
-    testable = [v for v in rows if v != "untestable here"]
-    counts = f"{sum(v == 'reproduced' for v in testable)} of {len(testable)} claims reproduced"
-    untestable = len(rows) - len(testable)
-    if untestable:
-        counts += f", {untestable} untestable here"
-    return f"**{results['verdict']}** ({counts})"
+    counts = CONTRACT.format_counts(results["counts"])
+    return f"{counts} (**{results['verdict']}**)"
 
 
 def table_rows(entries: list[tuple[Member, dict]]) -> str:
     lines = [
-        "| domain | package | paper | result at small scale | verdict |",
+        "| domain | package | paper | result at small scale | claims' rows (summary) |",
         "|---|---|---|---|---|",
     ]
     for m, res in entries:

@@ -1,3 +1,4 @@
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,13 +10,21 @@ import torch.distributed as dist
 from torch import nn
 
 from icml26.testing import (
+    apply_controls,
     as_smoke,
+    assemble_results,
     assert_close,
     assert_unbiased,
     assert_variance_order,
     check_gradients,
     claim_row,
+    compare,
+    control,
+    count_verdicts,
     demo_command,
+    format_counts,
+    judge,
+    provenance,
     run_cli,
     run_distributed,
     summarise,
@@ -172,10 +181,19 @@ def _results(**overrides):
         "experiment": "e",
         "claim": "c",
         "headline": "error 0.1 vs 0.2",
-        "claims": [
-            {"claim": "a", "verdict": "reproduced", "evidence": "0.1 vs 0.2"},
-            {"claim": "b", "verdict": "untestable here", "evidence": "needs a GPU"},
+        "controls": [
+            {"name": "trained beats untrained", "kind": "positive", "passed": True,
+             "evidence": "0.1 vs 0.5"},
+            {"name": "random labels", "kind": "null", "passed": True, "evidence": "0.49 vs 0.5"},
         ],
+        "claims": [
+            {"claim": "a", "verdict": "reproduced", "evidence": "0.1 vs 0.2",
+             "controls": ["trained beats untrained", "random labels"]},
+            {"claim": "b", "verdict": "untestable here", "evidence": "needs a GPU",
+             "controls": []},
+        ],
+        "counts": {"reproduced": 1, "partly": 0, "not reproduced": 0, "inconclusive": 0,
+                   "untestable here": 1},
         "metrics": {"method": {"err": 0.1}, "baseline": {"err": 0.2}},
         "verdict": "reproduced",
         "quick": False,
@@ -184,8 +202,18 @@ def _results(**overrides):
         "seed": 0,
         "device": "cpu",
         "torch": torch.__version__,
-    }
+        "provenance": {"commit": "abc1234", "data": {"a.csv": "sha256:" + "0" * 64},
+                       "parts": []},
+    }  # fmt: skip
     r.update(overrides)
+    return r
+
+
+def _failed_control_results(**row_overrides):
+    """The first control failed; the row resting on it says ``row_overrides``."""
+    r = _results()
+    r["controls"][0] = {**r["controls"][0], "passed": False, "evidence": "0.5 vs 0.5"}
+    r["claims"][0] = {**r["claims"][0], **row_overrides}
     return r
 
 
@@ -201,10 +229,14 @@ def test_validate_results_accepts_a_good_file(tmp_path):
     path.write_text(json.dumps(_results()))
     assert validate_results(path)["package"] == "icml26-x"
     smoke, verdict = as_smoke(_results()["claims"])
-    validate_results(_results(quick=True, claims=smoke, verdict=verdict, device="cuda:1"))
+    counts = count_verdicts([c["verdict"] for c in smoke])
+    validate_results(
+        _results(quick=True, claims=smoke, verdict=verdict, counts=counts, device="cuda:1")
+    )
 
 
-_SMOKE_ROWS = [{"claim": "a", "verdict": "smoke", "evidence": "x"}]
+_SMOKE_ROWS = [{"claim": "a", "verdict": "smoke", "evidence": "x", "controls": []}]
+_ROW = {"claim": "a", "verdict": "reproduced", "evidence": "e", "controls": []}
 
 
 @pytest.mark.parametrize(
@@ -221,19 +253,53 @@ _SMOKE_ROWS = [{"claim": "a", "verdict": "smoke", "evidence": "x"}]
         (_results(seconds=-1.0), "negative"),
         (_results(device="cuda | cpu"), "device"),
         (_results(claims=[]), "claims is empty"),
-        (_results(claims=[{"claim": "a", "verdict": "reproduced"}]), "'evidence'"),
-        (_results(claims=[{"claim": "a", "verdict": "yes", "evidence": "e"}]), "verdict 'yes'"),
+        (_results(claims=[{"claim": "a", "verdict": "reproduced", "controls": []}]), "'evidence'"),
+        (_results(claims=[{**_ROW, "verdict": "yes"}]), "verdict 'yes'"),
         (_results(claims=["a"]), r"claims\[0\] must be an object"),
+        (
+            _results(claims=[{"claim": "a", "verdict": "reproduced", "evidence": "e"}]),
+            "'controls'\\] must be a list",
+        ),
         # the package verdict must summarise the rows, not hide one
         (
-            _results(
-                claims=[
-                    {"claim": "a", "verdict": "reproduced", "evidence": "e"},
-                    {"claim": "b", "verdict": "not reproduced", "evidence": "e"},
-                ]
-            ),
+            _results(claims=[_ROW, {**_ROW, "claim": "b", "verdict": "not reproduced"}]),
             "does not summarise",
         ),
+        # the counts must count the rows
+        (_results(counts={"reproduced": 2}), "do not count"),
+        (_without("counts"), "missing field 'counts'"),
+        # controls: run before a row rests on them, well formed, unique
+        (_without("controls"), "missing field 'controls'"),
+        (
+            _results(claims=[{**_ROW, "controls": ["never run"]}, _results()["claims"][1]]),
+            "not in controls",
+        ),
+        (
+            _results(controls=[{"name": "c", "kind": "sideways", "passed": True, "evidence": "e"}]),
+            "'kind'\\] 'sideways'",
+        ),
+        (
+            _results(controls=[{"name": "c", "kind": "null", "passed": "yes", "evidence": "e"}]),
+            "true or false",
+        ),
+        (_results(controls=[{"name": "c", "kind": "null", "passed": True}]), "must be an object"),
+        (
+            _results(controls=2 * [{"name": "c", "kind": "null", "passed": True, "evidence": "e"}]),
+            "used twice",
+        ),
+        # a row resting on a failed control cannot carry a verdict, and must say why
+        (_failed_control_results(), "failed control 'trained beats untrained'"),
+        (_failed_control_results(verdict="inconclusive"), "failed control"),
+        (
+            _failed_control_results(verdict="untestable here", evidence="no reason given"),
+            "must say 'control failed: trained beats untrained'",
+        ),
+        # provenance: commit, sha256 per data file, parts
+        (_without("provenance"), "missing field 'provenance'"),
+        (_results(provenance={"commit": "", "data": {}, "parts": []}), "commit"),
+        (_results(provenance={"commit": "a", "data": {"f": "md5:00"}, "parts": []}), "sha256"),
+        (_results(provenance={"commit": "a", "data": {}, "parts": [{"cmd": "x"}]}), "parts"),
+        (_results(config={}), "config\\['command'\\]"),
         (_results(claims=_SMOKE_ROWS, verdict="smoke"), "not one of"),  # smoke in a full run
         (_results(quick=True), "quick run's verdict must be 'smoke'"),
         (_results(quick=True, verdict="smoke"), "a --quick run is a smoke test"),
@@ -283,9 +349,14 @@ def test_write_results_is_atomic_and_validating(tmp_path):
         (["reproduced", "untestable here"], "reproduced"),
         (["reproduced", "partly"], "partly"),
         (["reproduced", "not reproduced"], "partly"),
+        (["reproduced", "inconclusive"], "partly"),
         (["not reproduced", "untestable here"], "not reproduced"),
         (["not reproduced", "not reproduced"], "not reproduced"),
-        (["partly"], "partly"),
+        # never "partly" with nothing reproduced
+        (["partly"], "inconclusive"),
+        (["partly", "not reproduced"], "inconclusive"),
+        (["inconclusive", "inconclusive"], "inconclusive"),
+        (["inconclusive", "not reproduced", "untestable here"], "inconclusive"),
         (["untestable here"], "untestable here"),
     ],
 )
@@ -300,7 +371,129 @@ def test_summarise_and_claim_row_reject_bad_verdicts():
         summarise(["reproduced", "smoke"])
     with pytest.raises(ValueError, match="verdict 'ok'"):
         claim_row("c", "ok", "e")
-    assert claim_row("c", "partly", "e") == {"claim": "c", "verdict": "partly", "evidence": "e"}
+    assert claim_row("c", "partly", "e") == {
+        "claim": "c", "verdict": "partly", "evidence": "e", "controls": []
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="control names"):
+        claim_row("c", "partly", "e", controls=[""])
+
+
+def test_counts_are_in_a_fixed_order_and_name_every_verdict():
+    counts = count_verdicts(["inconclusive", "reproduced", "untestable here", "reproduced"])
+    assert list(counts) == ["reproduced", "partly", "not reproduced", "inconclusive",
+                            "untestable here"]  # fmt: skip
+    assert format_counts(counts) == "2 reproduced · 1 inconclusive · 1 untestable here"
+    assert format_counts(count_verdicts(["smoke", "smoke"])) == "2 smoke"
+    with pytest.raises(ValueError, match="not verdicts"):
+        count_verdicts(["fine"])
+
+
+def test_judge_makes_rows_on_failed_controls_untestable_and_cannot_be_bypassed():
+    controls = [
+        control("generator beats Erdos-Renyi", "positive", False, "MMD 0.105 vs 0.057"),
+        control("random direction", "null", True, "|cos| 0.14 < 0.2"),
+    ]
+    rows = [
+        claim_row("beats flat", "reproduced", "0.1 vs 0.2", ["generator beats Erdos-Renyi"]),
+        claim_row("axis", "reproduced", "0.7 vs 0.14", ["random direction"]),
+        claim_row("exact size", "not reproduced", "by construction"),
+    ]
+    judged = judge(rows, controls)
+    assert [c["verdict"] for c in judged["claims"]] == [
+        "untestable here", "reproduced", "not reproduced"
+    ]  # fmt: skip
+    assert judged["claims"][0]["evidence"].startswith(
+        "control failed: generator beats Erdos-Renyi (MMD 0.105 vs 0.057). 0.1 vs 0.2"
+    )
+    assert judged["verdict"] == "partly"
+    assert judged["counts"]["untestable here"] == 1 and judged["counts"]["reproduced"] == 1
+    assert rows[0]["verdict"] == "reproduced"  # the caller's rows are not changed in place
+    quick = judge(rows, controls, quick=True)
+    assert quick["verdict"] == "smoke" and quick["counts"]["smoke"] == 3
+    with pytest.raises(ValueError, match="not run"):
+        apply_controls([claim_row("x", "reproduced", "e", ["missing"])], controls)
+    with pytest.raises(ValueError, match="unique"):
+        apply_controls([], controls + controls[:1])
+    with pytest.raises(ValueError, match="kind"):
+        control("c", "negative", True, "e")
+    with pytest.raises(TypeError, match="bool"):
+        control("c", "null", 1, "e")
+
+
+def test_a_file_whose_rows_hide_a_failed_control_is_refused(tmp_path):
+    """Mutation check: flip one passed control to failed and the stored rows no longer hold."""
+    r = _results()
+    validate_results(r)
+    r["controls"][1]["passed"] = False
+    with pytest.raises(ValueError, match="failed control 'random labels'"):
+        validate_results(r)
+    with pytest.raises(ValueError, match="failed control"):
+        write_results(tmp_path / "results.json", r)
+    assert not (tmp_path / "results.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "margin", "expected"),
+    [
+        (0.2, 0.5, 0.1, "reproduced"),
+        (0.05, 0.5, 0.1, "inconclusive"),  # straddles the margin
+        (-0.1, 0.1, 0.0, "inconclusive"),  # a tie
+        (-0.05, 0.05, 0.1, "not reproduced"),  # a tight tie: short of the margin throughout
+        (-0.5, -0.2, 0.0, "not reproduced"),
+        (None, None, 0.0, "not reproduced"),
+    ],
+)
+def test_compare(low, high, margin, expected):
+    assert compare(low, high, margin) == expected
+
+
+def test_compare_rejects_bad_intervals():
+    with pytest.raises(ValueError, match="margin"):
+        compare(0.0, 1.0, -0.1)
+    with pytest.raises(ValueError, match="not an interval"):
+        compare(1.0, 0.0)
+    with pytest.raises(ValueError, match="not an interval"):
+        compare(float("nan"), 0.0)
+
+
+def test_null_world_never_reproduces():
+    """Method and baseline drawn from one distribution: ``compare`` on a 95% interval of the
+    difference must not call it reproduced more often than the interval's error rate."""
+    rng = np.random.default_rng(0)
+    wins = 0
+    for _ in range(400):
+        a, b = rng.normal(1.0, 0.1, 5), rng.normal(1.0, 0.1, 5)
+        d, se = a.mean() - b.mean(), np.sqrt(a.var(ddof=1) / 5 + b.var(ddof=1) / 5)
+        wins += compare(d - 2.31 * se, d + 2.31 * se, 0.0) == "reproduced"
+    assert wins / 400 < 0.05
+
+
+def test_provenance_records_the_commit_and_fingerprints(tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_bytes(b"a,b\n1,2\n")
+    prov = provenance(__file__, {"d.csv": data}, [{"command": "x demo --part 1"}])
+    assert prov["data"]["d.csv"] == "sha256:" + hashlib.sha256(b"a,b\n1,2\n").hexdigest()
+    assert prov["commit"] == "unknown" or len(prov["commit"].removesuffix("+dirty")) == 40
+    assert provenance(None)["commit"] == "unknown"
+    assert provenance(tmp_path / "x.py")["commit"] == "unknown"  # not a git checkout
+
+
+def test_assemble_results_writes_a_valid_file_and_smokes_quick_runs(tmp_path):
+    judged = judge(_results()["claims"], _results()["controls"])
+    parts = dict(
+        package="icml26-x", version="0.1.0", experiment="e", claim="c", headline="h",
+        judged=judged, metrics={"method": {}, "baseline": {}}, seconds=1.234,
+        config={"command": "icml26-x demo"}, seed=0, device="cpu", torch_version="2",
+        provenance=provenance(None), measurements={"curve": [1, 2]},
+    )  # fmt: skip
+    full = assemble_results(quick=False, **parts)
+    assert full["verdict"] == "reproduced" and full["curve"] == [1, 2] and full["seconds"] == 1.23
+    write_results(tmp_path / "r.json", full)
+    quick = assemble_results(quick=True, **parts)
+    assert quick["verdict"] == "smoke" and {c["verdict"] for c in quick["claims"]} == {"smoke"}
+    validate_results(quick)
+    with pytest.raises(ValueError, match="overwrite"):
+        assemble_results(quick=False, **{**parts, "measurements": {"verdict": "x"}})
 
 
 def test_demo_command_lists_non_default_fields():

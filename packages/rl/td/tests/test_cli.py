@@ -32,7 +32,7 @@ def test_quick_demo_writes_valid_results_and_plots(tmp_path):
     assert (tmp_path / "eta0_sweep.png").stat().st_size > 10_000
     assert "verdict: smoke" in out.stdout
     # The file holds what verdict() reads: the smoke rows are its rows with the verdicts hidden.
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert [c["evidence"] for c in claims] == [c["evidence"] for c in results["claims"]]
     assert not list(tmp_path.glob(".results.json*"))  # no temp file left behind
 

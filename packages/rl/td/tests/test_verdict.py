@@ -50,7 +50,8 @@ def _results(overrides: dict | None = None) -> dict:
 
 
 def test_every_row_reproduced():
-    claims, summary = verdict(_results())
+    judged = verdict(_results())
+    claims, summary = judged["claims"], judged["verdict"]
     assert [c["claim"] for c in claims] == [CLAIMS["iid"], CLAIMS["markov"]]
     assert [c["verdict"] for c in claims] == ["reproduced"] * 2
     assert summary == "reproduced"
@@ -60,9 +61,9 @@ def test_every_row_reproduced():
 
 def test_iid_rule_is_on_the_interval_and_inclusive():
     # interval [-0.9, -0.7]: ends above -0.8, not matched; [-1.0, -0.8]: exactly -0.8, matched
-    claims, _ = verdict(_results({("iid", PROBLEMS[0]): {"slope": -0.8}}))
+    claims = verdict(_results({("iid", PROBLEMS[0]): {"slope": -0.8}}))["claims"]
     assert claims[0]["verdict"] == "partly" and "1/2" in claims[0]["evidence"]
-    claims, _ = verdict(_results({("iid", PROBLEMS[0]): {"slope": -0.9}}))
+    claims = verdict(_results({("iid", PROBLEMS[0]): {"slope": -0.9}}))["claims"]
     assert claims[0]["verdict"] == "reproduced"
     assert claims[1]["verdict"] == "reproduced"  # the rows do not pool
 
@@ -70,30 +71,76 @@ def test_iid_rule_is_on_the_interval_and_inclusive():
 def test_markov_rule_compares_with_prior_work():
     # method [-0.6, -0.4] against prior work [-1.1, -0.9]: no overlap, shallower: not matched
     bad = {"slope": -0.5, "prior": -1.0}
-    claims, summary = verdict(_results({("markov", k): bad for k in PROBLEMS}))
+    judged = verdict(_results({("markov", k): bad for k in PROBLEMS}))
+    claims, summary = judged["claims"], judged["verdict"]
     assert [c["verdict"] for c in claims] == ["reproduced", "not reproduced"]
     assert summary == summarise(["reproduced", "not reproduced"]) == "partly"
     assert "0/2" in claims[1]["evidence"]
     # steeper than prior work, or overlapping it: matched
-    claims, _ = verdict(_results({("markov", PROBLEMS[0]): {"slope": -1.5, "prior": -0.5}}))
+    claims = verdict(_results({("markov", PROBLEMS[0]): {"slope": -1.5, "prior": -0.95}}))["claims"]
     assert claims[1]["verdict"] == "reproduced"
-    claims, _ = verdict(_results({("markov", PROBLEMS[0]): {"slope": -0.88, "prior": -1.05}}))
+    claims = verdict(_results({("markov", PROBLEMS[0]): {"slope": -0.88, "prior": -1.05}}))[
+        "claims"
+    ]
     assert claims[1]["verdict"] == "reproduced"
 
 
 @pytest.mark.parametrize("sampling", ["iid", "markov"])
 def test_a_diverged_method_never_matches(sampling):
-    claims, _ = verdict(_results({(sampling, k): {"slope": None} for k in PROBLEMS}))
+    claims = verdict(_results({(sampling, k): {"slope": None} for k in PROBLEMS}))["claims"]
     row = claims[0 if sampling == "iid" else 1]
     assert row["verdict"] == "not reproduced" and "diverged" in row["evidence"]
 
 
-def test_a_diverged_prior_work_is_matched_by_a_finite_rate():
-    claims, _ = verdict(_results({("markov", PROBLEMS[0]): {"prior": None}}))
-    assert claims[1]["verdict"] == "reproduced"
+def test_a_diverged_prior_work_leaves_the_markov_row_untestable():
+    """Prior work that diverges cannot show the rate the claim compares with."""
+    claims = verdict(_results({("markov", PROBLEMS[0]): {"prior": None}}))["claims"]
+    assert claims[1]["verdict"] == "untestable here" and "diverged" in claims[1]["evidence"]
 
 
 def test_verdict_is_pure():
     results = _results({("iid", PROBLEMS[1]): {"slope": -0.3}})
     assert verdict(results) == verdict(results)
     assert results == _results({("iid", PROBLEMS[1]): {"slope": -0.3}})
+
+
+def test_a_straddling_interval_is_inconclusive_not_a_miss():
+    straddle = {"slope": -0.8}  # [-0.9, -0.7] straddles -0.8
+    claims = verdict(_results({("iid", k): straddle for k in PROBLEMS}))["claims"]
+    assert claims[0]["verdict"] == "inconclusive"
+    claims = verdict(_results({("iid", k): {"slope": -0.5} for k in PROBLEMS}))["claims"]
+    assert claims[0]["verdict"] == "not reproduced"  # [-0.6, -0.4]: short of -0.8 throughout
+
+
+def test_rows_rest_on_their_rate_controls():
+    judged = verdict(_results())
+    assert [c["passed"] for c in judged["controls"]] == [True, True]
+    assert all(row["controls"] for row in judged["claims"])
+    assert judged["counts"]["reproduced"] == 2
+
+
+def test_horizons_too_short_for_the_tuned_baseline_make_the_iid_row_untestable():
+    results = _results()
+    for r in results["studies"]["iid"].values():
+        r["best last-iterate slope"] = _slope(-0.4)  # even tuned in hindsight, no rate shows
+    judged = verdict(results)
+    iid = judged["claims"][0]
+    assert iid["verdict"] == "untestable here" and iid["evidence"].startswith("control failed")
+    assert judged["claims"][1]["verdict"] == "reproduced"
+
+
+def test_null_world_does_not_reproduce():
+    """An error that does not decay (slopes around 0, with bootstrap noise) while prior work
+    shows the rate: neither row may read reproduced."""
+    import random
+
+    rng = random.Random(0)
+    for _ in range(20):
+        world = {
+            (s, k): {"slope": rng.gauss(0.0, 0.05), "prior": -1.0}
+            for s in ("iid", "markov")
+            for k in PROBLEMS
+        }
+        judged = verdict(_results(world))
+        assert all(c["verdict"] != "reproduced" for c in judged["claims"]), judged["claims"]
+        assert judged["verdict"] == "not reproduced"

@@ -7,8 +7,14 @@ method package carries a verbatim copy as ``icml26/<name>/_results.py`` (first l
 ``# Copied from icml26.testing.results``) and writes its results without a runtime dependency
 on the test toolkit; a workspace test fails when a copy drifts from this file.
 
-A results file holds one row per claim of the paper (``claims``: claim, verdict, evidence) and a
-package ``verdict`` that is the summary of those rows (``summarise``). ``--quick`` runs are smoke
+A results file holds one row per claim of the paper (``claims``: claim, verdict, evidence and the
+names of the ``controls`` the row rests on), the controls themselves (``controls``: positive
+controls show the competence a claim presupposes, null controls the value a rule could mistake for
+an effect), the rows' ``counts`` and a package ``verdict`` that summarises them (``summarise``).
+A row that rests on a failed control is "untestable here" with ``control failed: <name>`` in its
+evidence: ``judge`` applies this and ``validate_results`` refuses a file that does not, so no
+verdict function can bypass it. ``provenance`` records the code's commit, each data file's sha256
+and, for a file assembled from several runs, each part's command. ``--quick`` runs are smoke
 tests: ``quick`` is true and every verdict is ``"smoke"``. Files are strict JSON: no NaN or
 Infinity anywhere (write ``null`` for a number that could not be measured).
 
@@ -18,17 +24,22 @@ into the device a demo runs on, so every package's CLI reads the flag the same w
 """
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
 import re
 import shlex
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
-CLAIM_VERDICTS = ("reproduced", "partly", "not reproduced", "untestable here")
+# The order is the order of every count: "3 reproduced · 1 partly · 4 not reproduced · ..."
+CLAIM_VERDICTS = ("reproduced", "partly", "not reproduced", "inconclusive", "untestable here")
 VERDICTS = (*CLAIM_VERDICTS, "smoke")
+CONTROL_KINDS = ("positive", "null")
+CONTROL_FIELDS = ("name", "kind", "passed", "evidence")
 
 # field -> (accepted types, description)
 RESULTS_SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
@@ -37,7 +48,10 @@ RESULTS_SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
     "experiment": ((str,), "what was run, in a few words"),
     "claim": ((str,), "the paper's headline claim, in one line"),
     "headline": ((str,), "one line a reader of the root table understands"),
-    "claims": ((list,), "one row per claim: {'claim', 'verdict', 'evidence'}"),
+    "claims": ((list,), "one row per claim: {'claim', 'verdict', 'evidence', 'controls'}"),
+    "controls": ((list,), "{'name', 'kind': positive|null, 'passed', 'evidence'} per control"),
+    "counts": ((dict,), "how many rows carry each verdict, in CLAIM_VERDICTS order"),
+    "provenance": ((dict,), "{'commit', 'data': {file: 'sha256:...'}, 'parts': [{'command'}]}"),
     "metrics": ((dict,), "{'method': {...}, 'baseline': {...}, ...}: name -> {metric: number}"),
     "verdict": ((str,), f"one of {VERDICTS}: the summary of the claims' rows"),
     "quick": ((bool,), "true for a --quick (smoke) run"),
@@ -48,6 +62,7 @@ RESULTS_SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
     "torch": ((str,), "torch.__version__"),
 }
 CLAIM_FIELDS = ("claim", "verdict", "evidence")
+SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
 # A torch device string naming one real device type ("cpu", "cuda:1"), not a list of options.
 DEVICE_PATTERN = re.compile(r"(cpu|cuda|mps|xpu|hpu|npu|xla|meta)(:\d+)?")
 
@@ -103,12 +118,14 @@ def resolve_device(spec: str = "auto") -> str:
 
 
 def summarise(verdicts: list[str]) -> str:
-    """The package verdict of its claims' verdicts; every row counts, none is hidden.
+    """The package's one-word verdict of its claims' rows; the ``counts`` beside it say more.
 
-    Rows that cannot be tested here are left out of the judgement (a GPU speed claim on a CPU is
-    not a failure) but never make a package "reproduced" on their own: with no testable row the
-    package is "untestable here". Otherwise all testable rows reproduced -> "reproduced", all
-    not reproduced -> "not reproduced", anything else -> "partly".
+    Rows that cannot be tested here are left out (a GPU speed claim on a CPU is not a failure)
+    but never make a package "reproduced" on their own: with no testable row the package is
+    "untestable here". Otherwise: every testable row reproduced -> "reproduced"; some reproduced
+    -> "partly"; none reproduced and every testable row not reproduced -> "not reproduced"; none
+    reproduced otherwise (ties, partial or straddling rows) -> "inconclusive". So a package is
+    never "partly" with nothing reproduced.
     """
     if not verdicts:
         raise ValueError("summarise: need at least one claim verdict")
@@ -120,21 +137,231 @@ def summarise(verdicts: list[str]) -> str:
         return "untestable here"
     if all(v == "reproduced" for v in testable):
         return "reproduced"
+    if "reproduced" in testable:
+        return "partly"
     if all(v == "not reproduced" for v in testable):
         return "not reproduced"
-    return "partly"
+    return "inconclusive"
 
 
-def claim_row(claim: str, verdict: str, evidence: str) -> dict[str, str]:
-    """One row of ``claims``; the verdict must be one of ``CLAIM_VERDICTS``."""
+def count_verdicts(verdicts: list[str]) -> dict[str, int]:
+    """How many rows carry each verdict: every claim verdict in ``CLAIM_VERDICTS`` order (zeros
+    included), then ``smoke`` where a quick run's rows are smoke."""
+    unknown = [v for v in verdicts if v not in VERDICTS]
+    if unknown:
+        raise ValueError(f"count_verdicts: {unknown} are not verdicts {VERDICTS}")
+    counts = {v: verdicts.count(v) for v in CLAIM_VERDICTS}
+    if "smoke" in verdicts:
+        counts["smoke"] = verdicts.count("smoke")
+    return counts
+
+
+def format_counts(counts: dict[str, int]) -> str:
+    """``"3 reproduced · 1 partly · 2 inconclusive"``: the non-zero counts in the fixed order."""
+    parts = [f"{counts[v]} {v}" for v in VERDICTS if counts.get(v)]
+    return " · ".join(parts) if parts else "no rows"
+
+
+def control(name: str, kind: str, passed: bool, evidence: str) -> dict[str, Any]:
+    """One entry of ``controls``.
+
+    ``kind`` is "positive" (the setting shows the competence a claim presupposes: a trained model
+    beats its untrained architecture, RL improves its starting policy) or "null" (a random
+    encoder, direction, label or routing stays below what a rule would call an effect).
+    ``evidence`` gives the numbers either way.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"control name must be a non-empty string, got {name!r}")
+    if kind not in CONTROL_KINDS:
+        raise ValueError(f"control {name!r}: kind {kind!r} is not one of {CONTROL_KINDS}")
+    if not isinstance(passed, bool):
+        raise TypeError(f"control {name!r}: passed must be a bool, got {type(passed).__name__}")
+    if not isinstance(evidence, str) or not evidence.strip():
+        raise ValueError(f"control {name!r}: give the numbers as evidence")
+    return {"name": name, "kind": kind, "passed": passed, "evidence": evidence}
+
+
+def claim_row(
+    claim: str, verdict: str, evidence: str, controls: list[str] | tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """One row of ``claims``: the verdict (one of ``CLAIM_VERDICTS``) and the names of the
+    controls it rests on (``judge`` turns it "untestable here" when one of them failed)."""
     if verdict not in CLAIM_VERDICTS:
         raise ValueError(f"claim {claim!r}: verdict {verdict!r} is not one of {CLAIM_VERDICTS}")
-    return {"claim": claim, "verdict": verdict, "evidence": evidence}
+    names = list(controls)
+    if any(not isinstance(n, str) or not n.strip() for n in names):
+        raise ValueError(f"claim {claim!r}: controls must be control names, got {names!r}")
+    return {"claim": claim, "verdict": verdict, "evidence": evidence, "controls": names}
 
 
-def as_smoke(claims: list[dict[str, str]]) -> tuple[list[dict[str, str]], str]:
+def failed_control_note(entry: dict[str, Any]) -> str:
+    return f"control failed: {entry['name']} ({entry['evidence']})"
+
+
+def apply_controls(
+    claims: list[dict[str, Any]], controls: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The rows with every row that rests on a failed control made "untestable here", its
+    evidence led by ``control failed: <name> (<numbers>)``. A row naming a control that is not
+    in ``controls`` is an error: a row cannot rest on a check that was not run."""
+    by_name = {c["name"]: c for c in controls}
+    if len(by_name) != len(controls):
+        raise ValueError(f"control names must be unique: {[c['name'] for c in controls]}")
+    out = []
+    for row in claims:
+        names = list(row.get("controls", []))
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise ValueError(
+                f"claim {row['claim']!r} rests on controls that were not run: {missing}"
+            )
+        failed = [by_name[n] for n in names if not by_name[n]["passed"]]
+        if failed:
+            notes = "; ".join(failed_control_note(c) for c in failed)
+            row = {**row, "verdict": "untestable here", "evidence": f"{notes}. {row['evidence']}"}
+        out.append({**row, "controls": names})
+    return out
+
+
+def judge(claims: list[dict[str, Any]], controls: list[dict[str, Any]], *, quick: bool = False):
+    """``{"claims", "controls", "counts", "verdict"}`` for a results file: controls applied to the
+    rows, the rows counted and summarised; a quick run's rows and verdict read "smoke"."""
+    claims = apply_controls(claims, controls)
+    if quick:
+        claims = [{**c, "verdict": "smoke"} for c in claims]
+        summary = "smoke"
+    else:
+        summary = summarise([c["verdict"] for c in claims])
+    counts = count_verdicts([c["verdict"] for c in claims])
+    return {"claims": claims, "controls": list(controls), "counts": counts, "verdict": summary}
+
+
+def compare(low: float | None, high: float | None, margin: float = 0.0) -> str:
+    """The verdict of "the method is ahead by more than ``margin``" from a confidence interval
+    of the difference (method minus baseline, oriented so that larger is better): reproduced
+    when the whole interval clears the margin, not reproduced when the whole interval falls short
+    of it, inconclusive when the interval straddles it (with ``margin`` 0, a tie).
+
+    ``margin`` is the rule's smallest effect worth the name, at least the noise floor measured in
+    the same run. A missing interval (``None``) is not reproduced: the arm failed to run.
+    """
+    if margin < 0:
+        raise ValueError(f"compare: margin must be >= 0, got {margin}")
+    if low is None or high is None:
+        return "not reproduced"
+    if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+        raise ValueError(f"compare: [{low}, {high}] is not an interval")
+    if low > margin:
+        return "reproduced"
+    if high < margin:
+        return "not reproduced"
+    return "inconclusive"
+
+
+def as_smoke(claims: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     """The rows of a --quick run: same claims and evidence, every verdict "smoke"."""
     return [{**c, "verdict": "smoke"} for c in claims], "smoke"
+
+
+# --- provenance -----------------------------------------------------------------------------
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """``sha256:<hex>`` of a file's bytes, for ``provenance["data"]``."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def source_commit(module_file: str | os.PathLike | None) -> str:
+    """The git commit of the checkout ``module_file`` lives in, ``+dirty`` when the package's
+    folder has uncommitted changes; ``"unknown"`` outside a git checkout (an installed wheel)."""
+    if module_file is None:
+        return "unknown"
+    folder = Path(module_file).resolve().parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=folder, capture_output=True, text=True, timeout=20
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return "unknown"
+    package = next(
+        (p for p in [folder, *folder.parents] if (p / "pyproject.toml").is_file()), folder
+    )
+    dirty = git("status", "--porcelain", "--", str(package))
+    return commit + ("+dirty" if dirty else "")
+
+
+def provenance(
+    module_file: str | os.PathLike | None = None,
+    data: dict[str, str | os.PathLike] | None = None,
+    parts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """``provenance`` for a results file: the code's commit (``source_commit(module_file)``),
+    ``data`` as ``{name: path}`` fingerprinted by sha256 (data a demo generates needs no entry),
+    and ``parts``: for a file assembled from several runs or resumed, each part's ``command``."""
+    fingerprints = {str(name): file_sha256(path) for name, path in (data or {}).items()}
+    return {"commit": source_commit(module_file), "data": fingerprints, "parts": list(parts or [])}
+
+
+def assemble_results(
+    *,
+    package: str,
+    version: str,
+    experiment: str,
+    claim: str,
+    headline: str,
+    judged: dict[str, Any],
+    metrics: dict[str, Any],
+    quick: bool,
+    seconds: float,
+    config: dict[str, Any],
+    seed: int,
+    device: str,
+    torch_version: str,
+    provenance: dict[str, Any],
+    measurements: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A results.json as a dict, in the contract's field order, from the parts a demo has.
+
+    ``judged`` is ``judge(claims, controls)`` (rows, controls, counts, verdict); a quick run's
+    rows are turned to smoke here. ``measurements`` (the numbers the verdict reads) follow the
+    contract's fields, so the rows can be recomputed from the file.
+    """
+    if quick and judged["verdict"] != "smoke":
+        judged = judge(judged["claims"], judged["controls"], quick=True)
+    results = {
+        "package": package,
+        "version": version,
+        "experiment": experiment,
+        "claim": claim,
+        "headline": headline,
+        "controls": judged["controls"],
+        "claims": judged["claims"],
+        "counts": judged["counts"],
+        "verdict": judged["verdict"],
+        "metrics": metrics,
+        "quick": quick,
+        "seconds": round(float(seconds), 2),
+        "config": config,
+        "seed": seed,
+        "device": device,
+        "torch": torch_version,
+        "provenance": provenance,
+    }
+    clash = set(measurements or {}) & set(results)
+    if clash:
+        raise ValueError(f"assemble_results: measurements may not overwrite {sorted(clash)}")
+    return {**results, **(measurements or {})}
 
 
 def demo_command(program: str, cfg: Any, *, subcommand: str = "demo", skip=("out",)) -> str:
@@ -221,11 +448,16 @@ def _claims_problems(results: dict[str, Any]) -> list[str]:
     problems = []
     for i, row in enumerate(claims):
         if not isinstance(row, dict):
-            problems.append(f"claims[{i}] must be an object with {CLAIM_FIELDS}")
+            problems.append(f"claims[{i}] must be an object with {(*CLAIM_FIELDS, 'controls')}")
             continue
         for f in CLAIM_FIELDS:
             if not isinstance(row.get(f), str) or not row[f].strip():
                 problems.append(f"claims[{i}][{f!r}] must be a non-empty string")
+        names = row.get("controls")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            problems.append(
+                f"claims[{i}]['controls'] must be a list of control names ([] for none)"
+            )
         v = row.get("verdict")
         allowed = ("smoke",) if quick is True else CLAIM_VERDICTS
         if isinstance(v, str) and v not in allowed:
@@ -242,6 +474,86 @@ def _claims_problems(results: dict[str, Any]) -> list[str]:
             problems.append(
                 f"verdict {verdict!r} does not summarise the claims' rows (expected {expected!r})"
             )
+    counts = results.get("counts")
+    if isinstance(counts, dict) and not problems:
+        expected_counts = count_verdicts([row["verdict"] for row in claims])
+        if counts != expected_counts:
+            problems.append(f"counts {counts} do not count the claims' rows ({expected_counts})")
+    return problems
+
+
+def _controls_problems(results: dict[str, Any]) -> list[str]:
+    """Controls well formed, every named control run, every row on a failed one untestable."""
+    controls, claims = results.get("controls"), results.get("claims")
+    if not isinstance(controls, list):
+        return []
+    problems, by_name = [], {}
+    for i, c in enumerate(controls):
+        if not isinstance(c, dict) or set(c) < set(CONTROL_FIELDS):
+            problems.append(f"controls[{i}] must be an object with {CONTROL_FIELDS}")
+            continue
+        if not isinstance(c["name"], str) or not c["name"].strip():
+            problems.append(f"controls[{i}]['name'] must be a non-empty string")
+        elif c["name"] in by_name:
+            problems.append(f"controls[{i}]: the name {c['name']!r} is used twice")
+        if c["kind"] not in CONTROL_KINDS:
+            problems.append(f"controls[{i}]['kind'] {c['kind']!r} is not one of {CONTROL_KINDS}")
+        if not isinstance(c["passed"], bool):
+            problems.append(f"controls[{i}]['passed'] must be true or false")
+        if not isinstance(c["evidence"], str) or not c["evidence"].strip():
+            problems.append(f"controls[{i}]['evidence'] must give the numbers")
+        if isinstance(c["name"], str):
+            by_name[c["name"]] = c
+    if problems or not isinstance(claims, list):
+        return problems
+    for i, row in enumerate(claims):
+        if not isinstance(row, dict) or not isinstance(row.get("controls"), list):
+            continue
+        for name in row["controls"]:
+            if name not in by_name:
+                problems.append(f"claims[{i}] rests on control {name!r}, which is not in controls")
+            elif by_name[name]["passed"] is False and row.get("verdict") not in (
+                "untestable here",
+                "smoke",
+            ):
+                problems.append(
+                    f"claims[{i}] rests on the failed control {name!r} but reads "
+                    f"{row.get('verdict')!r}: it is 'untestable here' (use judge())"
+                )
+            elif by_name[name]["passed"] is False and (
+                f"control failed: {name}" not in str(row.get("evidence", ""))
+            ):
+                problems.append(f"claims[{i}] evidence must say 'control failed: {name}'")
+    return problems
+
+
+def _provenance_problems(results: dict[str, Any]) -> list[str]:
+    prov = results.get("provenance")
+    if not isinstance(prov, dict):
+        return []
+    problems = []
+    if not isinstance(prov.get("commit"), str) or not prov["commit"].strip():
+        problems.append("provenance['commit'] must name the code's commit ('unknown' if none)")
+    data = prov.get("data")
+    if not isinstance(data, dict):
+        problems.append("provenance['data'] must map each data file read to 'sha256:<hex>'")
+    else:
+        problems += [
+            f"provenance['data'][{k!r}] = {v!r} is not 'sha256:<64 hex digits>'"
+            for k, v in data.items()
+            if not isinstance(v, str) or not SHA256.fullmatch(v)
+        ]
+    parts = prov.get("parts")
+    if not isinstance(parts, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("command"), str) and p["command"].strip()
+        for p in parts
+    ):
+        problems.append("provenance['parts'] must be a list of {'command': ...} ([] for one run)")
+    config = results.get("config")
+    if results.get("quick") is False and isinstance(config, dict):
+        command = config.get("command")
+        if not isinstance(command, str) or not command.strip():
+            problems.append("config['command'] must be the one command that regenerates the file")
     return problems
 
 
@@ -265,7 +577,10 @@ def validate_results(results: dict[str, Any] | str | os.PathLike) -> dict[str, A
 
     Raises ValueError listing every problem: missing or mistyped fields, verdicts outside
     ``VERDICTS``, a claims table that is empty or malformed, a package verdict that is not the
-    summary of the claims' rows, a quick run whose verdicts are not "smoke", metrics without
+    summary of the claims' rows, counts that do not count them, a row resting on a control that
+    was not run or that failed (then the row must be "untestable here" and say so), provenance
+    without a commit, sha256 fingerprints or parts, a full run without its command, a quick run
+    whose verdicts are not "smoke", metrics without
     ``method`` and ``baseline`` entries or with non-numbers, and NaN / Infinity anywhere.
     """
     if not isinstance(results, dict):
@@ -274,6 +589,8 @@ def validate_results(results: dict[str, Any] | str | os.PathLike) -> dict[str, A
     if isinstance(results.get("verdict"), str) and results["verdict"] not in VERDICTS:
         problems.append(f"verdict {results['verdict']!r} is not one of {VERDICTS}")
     problems += _claims_problems(results)
+    problems += _controls_problems(results)
+    problems += _provenance_problems(results)
     problems += _metrics_problems(results)
     problems += [f"{p} is not finite (strict JSON)" for p in _nonfinite_paths(results)]
     if isinstance(results.get("seconds"), int | float) and results["seconds"] < 0:
