@@ -212,7 +212,9 @@ def apply_controls(
         names = list(row.get("controls", []))
         missing = [n for n in names if n not in by_name]
         if missing:
-            raise ValueError(f"claim {row['claim']!r} rests on controls that were not run: {missing}")
+            raise ValueError(
+                f"claim {row['claim']!r} rests on controls that were not run: {missing}"
+            )
         failed = [by_name[n] for n in names if not by_name[n]["passed"]]
         if failed:
             notes = "; ".join(failed_control_note(c) for c in failed)
@@ -292,7 +294,9 @@ def source_commit(module_file: str | os.PathLike | None) -> str:
     commit = git("rev-parse", "HEAD")
     if not commit:
         return "unknown"
-    package = next((p for p in [folder, *folder.parents] if (p / "pyproject.toml").is_file()), folder)
+    package = next(
+        (p for p in [folder, *folder.parents] if (p / "pyproject.toml").is_file()), folder
+    )
     dirty = git("status", "--porcelain", "--", str(package))
     return commit + ("+dirty" if dirty else "")
 
@@ -451,7 +455,9 @@ def _claims_problems(results: dict[str, Any]) -> list[str]:
                 problems.append(f"claims[{i}][{f!r}] must be a non-empty string")
         names = row.get("controls")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            problems.append(f"claims[{i}]['controls'] must be a list of control names ([] for none)")
+            problems.append(
+                f"claims[{i}]['controls'] must be a list of control names ([] for none)"
+            )
         v = row.get("verdict")
         allowed = ("smoke",) if quick is True else CLAIM_VERDICTS
         if isinstance(v, str) and v not in allowed:
