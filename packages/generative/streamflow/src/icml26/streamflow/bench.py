@@ -88,9 +88,11 @@ def _interleaved_min(arms: dict, device: torch.device, repeats: int) -> dict:
     """Each arm ``name -> (fn, setup)`` runs once untimed (warm-up), then ``repeats`` rounds run
     every arm in turn (so a slow spell of a shared machine hits all arms alike); the minimum
     over rounds counts. ``setup`` (untimed) runs before each run and its result goes to ``fn``.
-    Returns name -> (last output, seconds)."""
+    Returns name -> (last output, seconds, spread): ``spread`` is the slowest timed round over the
+    fastest, the arm's run-to-run noise on this machine (1.0 with one round)."""
     sync = _sync(device)
     best = dict.fromkeys(arms, float("inf"))
+    worst = dict.fromkeys(arms, 0.0)
     outs = {}
     for r in range(repeats + 1):
         for name, (fn, setup) in arms.items():
@@ -100,8 +102,9 @@ def _interleaved_min(arms: dict, device: torch.device, repeats: int) -> dict:
             outs[name] = fn(arg)
             sync()
             if r:  # round 0 is the warm-up
-                best[name] = min(best[name], time.perf_counter() - t)
-    return {name: (outs[name], best[name]) for name in arms}
+                took = time.perf_counter() - t
+                best[name], worst[name] = min(best[name], took), max(worst[name], took)
+    return {name: (outs[name], best[name], worst[name] / best[name]) for name in arms}
 
 
 def measure(
@@ -166,7 +169,7 @@ def measure(
         calls[STEADY.format(backend=backend)] = M
     timed = _interleaved_min(arms, device, repeats)
     rows = {}
-    for name, (_, t) in timed.items():
+    for name, (_, t, spread) in timed.items():
         if name.startswith("(a)"):
             latency = t / M
         elif name.startswith("(b)"):
@@ -177,7 +180,12 @@ def measure(
             latency = N * t / M  # an image spends N calls (each on a batch of N) in the stream
         else:
             latency = None  # end to end: fill and drain included, no single latency
-        rows[name] = {"images/s": M / t, "latency s": latency, "calls": calls[name]}
+        rows[name] = {
+            "images/s": M / t,
+            "latency s": latency,
+            "calls": calls[name],
+            "spread": spread,
+        }
     seq = timed[LOOP][0]
     max_err = max(
         (timed[f"(d) stream end to end, {b}"][0].float() - seq.float()).abs().max().item()

@@ -30,9 +30,12 @@ from pathlib import Path
 import torch
 
 from icml26.streamflow._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
+    provenance,
     resolve_device,
     summarise,
     write_results,
@@ -216,12 +219,46 @@ def _end_to_end(t: dict) -> float:
     return rows["(d) stream end to end, eager"]["images/s"] / rows[_batch_arm(t)]["images/s"]
 
 
-def _count_rule(ok: list[bool]) -> str:
-    return "reproduced" if all(ok) else "partly" if any(ok) else "not reproduced"
+NOISE = "timing noise: run-to-run spread of every timed arm below 1.25x"
+MAX_SPREAD = 1.25
 
 
-def verdict(results: dict) -> tuple[list[dict], str]:
-    """One row per claim from the measurements of :func:`experiment`, and their summary."""
+def _spread(t: dict) -> float | None:
+    """The table's timing noise floor: the largest slowest/fastest round ratio of any arm."""
+    spreads = [r.get("spread") for r in t["rows"].values()]
+    return None if any(x is None for x in spreads) else max(spreads)
+
+
+def _noise_control(tables: list[dict]) -> dict:
+    """Null control: the same arm timed again moves by less than the effects the rules read.
+    A speed ratio counts only beyond this spread, measured in the same run."""
+    spreads = [_spread(t) for t in tables]
+    if any(x is None for x in spreads):
+        return control(NOISE, "null", False, "run-to-run spreads were not recorded")
+    return control(
+        NOISE,
+        "null",
+        max(spreads) < MAX_SPREAD,
+        f"largest spread {max(spreads):.3f}x over {len(tables)} tables (median "
+        f"{sorted(spreads)[len(spreads) // 2]:.3f}x)",
+    )
+
+
+def _beyond_noise(ratio: float, floor: float | None, target: float) -> str:
+    """A cell of a speed rule: the ratio clears ``target`` (reproduced), falls short of it even
+    allowing the spread (not reproduced), or is within the spread of it (inconclusive)."""
+    floor = floor or 1.0
+    if ratio >= target * floor:
+        return "reproduced"
+    if ratio * floor < target:
+        return "not reproduced"
+    return "inconclusive"
+
+
+def verdict(results: dict) -> dict:
+    """One row per claim from the measurements of :func:`experiment`, their controls, counts
+    and summary. Speed rows rest on the timing-noise control and count a ratio only beyond the
+    run-to-run spread measured in the same run."""
     tables = list(results["tables"].values())
     ns = sorted({t["N"] for t in tables})
     claims = claims_for(ns)
@@ -246,11 +283,13 @@ def verdict(results: dict) -> tuple[list[dict], str]:
         rows.append(
             claim_row(
                 claims[f"batch cost N={n}"],
-                _count_rule([c >= BATCH_COST for c in cost]),
+                summarise([_beyond_noise(c, _spread(t), BATCH_COST) for t, c in zip(cells, cost)]),
                 "steady stream / batch of N images/s: "
                 + ", ".join(f"{t['model']} {c:.2f}" for t, c in zip(cells, cost, strict=True))
-                + f" ({setting}; rule: >= {BATCH_COST} on every model); end to end with the "
-                f"fill and drain ({n - 1} extra calls): {e2e}",
+                + f" ({setting}; rule: >= {BATCH_COST} times the run-to-run spread on every "
+                f"model, within the spread: inconclusive); end to end with the fill and drain "
+                f"({n - 1} extra calls): {e2e}",
+                [NOISE],
             )
         )
     for n in ns:
@@ -261,10 +300,12 @@ def verdict(results: dict) -> tuple[list[dict], str]:
         rows.append(
             claim_row(
                 claims[f"faster N={n}"],
-                _count_rule([s > 1.0 for s in speed]),
+                summarise([_beyond_noise(x, _spread(t), 1.0) for t, x in zip(cells, speed)]),
                 "steady stream / sequential loop images/s: "
                 + ", ".join(f"{t['model']} {s:.2f}x" for t, s in zip(cells, speed, strict=True))
-                + f" ({setting}; rule: > 1 on every model); a bulk batch of all M: {bulk}",
+                + f" ({setting}; rule: above the run-to-run spread on every model); a bulk "
+                f"batch of all M: {bulk}",
+                [NOISE],
             )
         )
     speed = [_ratio(t, LOOP) for t in tables]
@@ -274,6 +315,7 @@ def verdict(results: dict) -> tuple[list[dict], str]:
             claims["paper speedup"],
             "reproduced" if max(speed) >= PAPER_SPEEDUP else "not reproduced",
             f"{best} ({setting}); rule: >= {PAPER_SPEEDUP}x (the paper's 'up to')",
+            [NOISE],
         )
     else:
         paper = claim_row(
@@ -282,7 +324,7 @@ def verdict(results: dict) -> tuple[list[dict], str]:
             f"a GPU speed claim, measured on {results['device']}: {best} ({setting})",
         )
     rows.append(paper)
-    return rows, summarise([r["verdict"] for r in rows])
+    return judge(rows, [_noise_control(tables)])
 
 
 # ---- run: experiment -> verdict -> results.json, figure, table ----
@@ -295,9 +337,6 @@ def run_demo(cfg: DemoConfig) -> dict:
     out = cfg.out or Path("runs") / "streamflow" / datetime.now().strftime("%Y%m%d-%H%M%S")
     start = time.perf_counter()
     raw = experiment(run_cfg)
-    claims, verdict_ = verdict(raw)
-    if run_cfg.quick:
-        claims, verdict_ = as_smoke(claims)
     tables = raw["tables"]
     steady = {k: t["rows"][STEADY_EAGER]["speedup vs (a)"] for k, t in tables.items()}
     bulk = {
@@ -305,17 +344,17 @@ def run_demo(cfg: DemoConfig) -> dict:
         for k, t in tables.items()
     }
     per_n = {k: _ratio(t, _batch_arm(t)) for k, t in tables.items()}
-    results = {
-        "package": PACKAGE,
-        "version": _version(),
-        "experiment": f"flow-matching UNets, N in {list(run_cfg.num_steps)} steps, "
+    results = assemble_results(
+        package=PACKAGE,
+        version=_version(),
+        experiment=f"flow-matching UNets, N in {list(run_cfg.num_steps)} steps, "
         f"M={run_cfg.images} images, {raw['device']} {run_cfg.threads} thread(s): sequential vs "
         "batched vs stream, flow-matching Euler and PeRFlow windows",
-        "claim": f"stream batching of heterogeneous time steps speeds rectified-flow inference up "
+        claim=f"stream batching of heterogeneous time steps speeds rectified-flow inference up "
         f"to {PAPER_SPEEDUP}x over a sequential per-image loop, with the same images",
-        "headline": _headline(raw, steady, bulk),
-        "claims": claims,
-        "metrics": {
+        headline=_headline(raw, steady, bulk),
+        judged=verdict(raw),
+        metrics={
             "method": {f"{k} steady stream speedup": v for k, v in steady.items()}
             | {f"{k} steady stream / batch of N": v for k, v in per_n.items()}
             | {
@@ -324,24 +363,28 @@ def run_demo(cfg: DemoConfig) -> dict:
             },
             "baseline": {f"{k} bulk batch speedup": v for k, v in bulk.items()},
         },
-        "verdict": verdict_,
-        "quick": run_cfg.quick,
-        "seconds": round(time.perf_counter() - start, 2),
-        "config": json.loads(json.dumps(asdict(run_cfg), default=str))
+        quick=run_cfg.quick,
+        seconds=time.perf_counter() - start,
+        config=json.loads(json.dumps(asdict(run_cfg), default=str))
         | {"command": demo_command("icml26-streamflow", cfg)},
-        "seed": run_cfg.seed,
-        "device": raw["device"],
-        "torch": torch.__version__,
-        "exact": raw["exact"],
-        "tables": tables,
-        "final training loss": raw["final training loss"],
-    }
+        seed=run_cfg.seed,
+        device=raw["device"],
+        torch_version=torch.__version__,
+        provenance=provenance(__file__),  # sklearn's bundled digits: part of a pinned wheel
+        measurements={
+            "exact": raw["exact"],
+            "tables": tables,
+            "final training loss": raw["final training loss"],
+            "threads": raw["threads"],
+            "images": raw["images"],
+        },
+    )
     write_results(out / "results.json", results)
     from icml26.streamflow.plots import plot_demo
 
     samples = {k: torch.tensor(v) for k, v in raw["samples"].items()}
     plot_demo(samples["sequential"], samples["stream"], tables, out / "streamflow.png")
-    _print_table(tables, claims, verdict_, results["seconds"], out)
+    _print_table(tables, results["claims"], results["verdict"], results["seconds"], out)
     return results
 
 
