@@ -491,6 +491,10 @@ def test_assemble_results_writes_a_valid_file_and_smokes_quick_runs(tmp_path):
     write_results(tmp_path / "r.json", full)
     quick = assemble_results(quick=True, **parts)
     assert quick["verdict"] == "smoke" and {c["verdict"] for c in quick["claims"]} == {"smoke"}
+    # a failed control's note is written once, the same as a full run's evidence
+    failed = [{**c, "passed": False} for c in _results()["controls"]]
+    once = assemble_results(quick=True, **{**parts, "judged": judge(_results()["claims"], failed)})
+    assert once["claims"][0]["evidence"].count("control failed: trained beats untrained") == 1
     validate_results(quick)
     with pytest.raises(ValueError, match="overwrite"):
         assemble_results(quick=False, **{**parts, "measurements": {"verdict": "x"}})

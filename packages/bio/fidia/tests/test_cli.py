@@ -21,10 +21,10 @@ def test_quick_demo_writes_valid_results(tmp_path):
     assert results["config"]["command"] == "icml26-fidia demo --quick --device cpu"
     assert "verdict: smoke" in printed.stdout
     assert (out / "study.png").stat().st_size > 10_000
-    rows, _ = verdict(results)  # the file holds what the verdict reads
+    rows = verdict(results)["claims"]  # the file holds what the verdict reads
     assert [r["evidence"] for r in rows] == [r["evidence"] for r in results["claims"]]
     assert {t["arm"] for t in results["toys"]} == {"mean-reward RL", "GRPO", "FIDIA (max@N)"}
-    assert set(results["checks"]) == {"estimator", "additive_control"}
+    assert {c["kind"] for c in results["controls"]} == {"positive", "null"}
     if examples_dir() is not None:
         assert {r["arm"] for r in results["protein"]["runs"]} == set(ARMS)
         assert "CA-only" in results["protein"]["judge"]

@@ -22,7 +22,7 @@ def test_quick_demo_writes_valid_results(tmp_path):
     assert results["device"] == "cpu"
     assert (tmp_path / "hist.png").stat().st_size > 10_000
     # the rows are verdict() of the numbers in the file (smoke only hides the verdicts)
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert [r["evidence"] for r in claims] == [r["evidence"] for r in results["claims"]]
     rows = results["cost"]["fixed spots"]
     assert [r["side"] for r in rows] == [24, 32]

@@ -5,7 +5,14 @@ import copy
 import numpy as np
 import pytest
 
-from icml26.hist.demo import CLAIMS, HER2ST_MODELS, _her2st_summary, paired_margin, verdict
+from icml26.hist.demo import (
+    CLAIMS,
+    HER2ST_LEARNS,
+    HER2ST_MODELS,
+    _her2st_summary,
+    paired_margin,
+    verdict,
+)
 from icml26.testing import summarise
 
 ROWS = ["tokens", "context", "local", "strongest", "cost", "real", "real_tokens", "cohorts"]
@@ -38,7 +45,7 @@ def _her2st(offsets=None, seed_noise=0.002, gene_noise=0.02, split="section") ->
             for _ in range(3):
                 shift = rng.normal(0, seed_noise) if trained else 0.0
                 r = (base[f] + offsets[m] + noise[f] + shift).tolist()
-                runs.append({"hvg": r, "heg": r, "mse": 0.5})
+                runs.append({"hvg": r, "heg": r, "mse": 0.7 if m == "mean" else 0.5})
             per[m][f] = runs
     return {
         "folds": folds,
@@ -113,7 +120,8 @@ def _verdicts(claims: list[dict]) -> dict[str, str]:
 
 
 def test_every_claim_holds():
-    claims, v = verdict(_results())
+    judged = verdict(_results())
+    claims, v = judged["claims"], judged["verdict"]
     assert _verdicts(claims) == {
         "tokens": "reproduced",
         "context": "reproduced",
@@ -134,38 +142,42 @@ def test_every_claim_holds():
     assert "within one patient" in evidence["real"]
 
 
+TIE, NO = "inconclusive", "not reproduced"
+
+
 @pytest.mark.parametrize(
-    ("rows", "change"),
+    ("rows", "change", "expected"),
     [
-        ({"tokens"}, {"no_tokens": 0.775}),  # inside the seed noise: a tie
-        ({"tokens"}, {"no_tokens": 0.80, "knn": 0.70}),  # the ablation wins
-        ({"context"}, {"mlp": 0.705}),  # MLP ties the no-token model
-        ({"context"}, {"mlp": 0.75, "no_tokens": 0.70}),
-        ({"local", "strongest"}, {"knn": 0.785}),  # kNN ties HiST: it is the strongest too
-        ({"local", "strongest"}, {"knn": 0.80}),
-        ({"strongest"}, {"ridge_slide": 0.865}),  # a closed-form probe with slide statistics
-        ({"strongest"}, {"ridge": 0.781}),  # a tie counts against the claim
-        ({"cost"}, {"growth": (2.5, 12.0)}),  # HiST's memory follows the area
-        ({"cost"}, {"growth": (1.4, 3.0)}),  # the dense grid does not grow: nothing shown
+        ({"tokens"}, {"no_tokens": 0.775}, TIE),  # inside the seed noise: a tie
+        ({"tokens"}, {"no_tokens": 0.80, "knn": 0.70}, NO),  # the ablation wins
+        ({"context"}, {"mlp": 0.705}, TIE),  # MLP ties the no-token model
+        ({"context"}, {"mlp": 0.75, "no_tokens": 0.70}, NO),
+        ({"local", "strongest"}, {"knn": 0.785}, TIE),  # kNN ties HiST: the strongest too
+        ({"local", "strongest"}, {"knn": 0.80}, NO),
+        ({"strongest"}, {"ridge_slide": 0.865}, NO),  # a closed-form probe with slide stats
+        ({"strongest"}, {"ridge": 0.781}, TIE),  # a tie with a closed-form probe
+        ({"cost"}, {"growth": (2.5, 12.0)}, NO),  # HiST's memory follows the area
+        ({"cost"}, {"growth": (1.4, 3.0)}, NO),  # the dense grid does not grow: nothing shown
         # ties the strongest baseline
-        ({"real"}, {"her2st": {"HiST": 0.03, "HiST no tokens": -0.02}}),
-        ({"real"}, {"her2st": {"ridge + slide stats": 0.12}}),  # another baseline is stronger
-        ({"real_tokens"}, {"her2st": {"HiST no tokens": 0.08}}),
+        ({"real"}, {"her2st": {"HiST": 0.03, "HiST no tokens": -0.02}}, TIE),
+        ({"real"}, {"her2st": {"ridge + slide stats": 0.12}}, NO),  # a stronger baseline
+        ({"real_tokens"}, {"her2st": {"HiST no tokens": 0.08}}, TIE),
     ],
 )
-def test_each_row_fails_on_its_own(rows, change):
-    claims, v = verdict(_results(**change))
+def test_each_row_fails_on_its_own(rows, change, expected):
+    judged = verdict(_results(**change))
+    claims, v = judged["claims"], judged["verdict"]
     got = _verdicts(claims)
-    assert all(got[r] == "not reproduced" for r in rows)
+    assert all(got[r] == expected for r in rows), got
     assert all(got[k] == "reproduced" for k in ROWS if k not in (*rows, "cohorts"))
     assert v == "partly" == summarise([r["verdict"] for r in claims])
 
 
 def test_a_gap_counts_only_beyond_the_seed_noise():
     gap = {"hist": 0.78, "no_tokens": 0.77}
-    assert _verdicts(verdict(_results(**gap, std=0.001))[0])["tokens"] == "reproduced"
-    assert _verdicts(verdict(_results(**gap, std=0.006))[0])["tokens"] == "not reproduced"
-    assert "tie" in verdict(_results(**gap, std=0.006))[0][0]["evidence"]
+    assert _verdicts(verdict(_results(**gap, std=0.001))["claims"])["tokens"] == "reproduced"
+    assert _verdicts(verdict(_results(**gap, std=0.006))["claims"])["tokens"] == "inconclusive"
+    assert "tie" in verdict(_results(**gap, std=0.006))["claims"][0]["evidence"]
 
 
 def test_nothing_holds_is_not_reproduced():
@@ -181,20 +193,23 @@ def test_nothing_holds_is_not_reproduced():
     )
     assert v == "not reproduced"
     assert [r["verdict"] for r in claims].count("not reproduced") == 7
-    claims, v = verdict(_results(her2st={"HiST": -0.1}))
+    judged = verdict(_results(her2st={"HiST": -0.1}))
+    claims, v = judged["claims"], judged["verdict"]
     assert _verdicts(claims)["real"] == "not reproduced" and "(worse)" in claims[5]["evidence"]
 
 
 def test_parts_not_run_are_untestable_rows():
     results = _results()
     del results["synthetic"], results["her2st"]
-    claims, v = verdict(results)
+    judged = verdict(results)
+    claims, v = judged["claims"], judged["verdict"]
     got = _verdicts(claims)
     assert got["cost"] == "reproduced" and v == "reproduced"
     untestable = ("tokens", "context", "local", "strongest", "real", "real_tokens", "cohorts")
     assert all(got[k] == "untestable here" for k in untestable)
     assert "not run" in claims[0]["evidence"]
-    claims, v = verdict({"device": "cpu", "her2st": _results()["her2st"]})
+    judged = verdict({"device": "cpu", "her2st": _results()["her2st"]})
+    claims, v = judged["claims"], judged["verdict"]
     got = _verdicts(claims)
     assert got["real"] == got["real_tokens"] == "reproduced" and v == "reproduced"
     assert got["tokens"] == got["cost"] == "untestable here"
@@ -206,10 +221,10 @@ def test_cost_falls_back_to_time_and_needs_two_canvases():
         r["HiST"]["peak_mb"] = None
     results["cost"]["fixed spots"][2]["HiST"]["seconds"] = 0.9  # 3x the time: fails
     results["cost"]["fixed spots"][3]["HiST"]["seconds"] = 0.9
-    row = verdict(results)[0][4]
+    row = verdict(results)["claims"][4]
     assert row["verdict"] == "not reproduced" and "HiST time 3.00x" in row["evidence"]
     results["cost"]["fixed spots"] = results["cost"]["fixed spots"][:1]
-    assert verdict(results)[0][4]["verdict"] == "untestable here"
+    assert verdict(results)["claims"][4]["verdict"] == "untestable here"
 
 
 def test_verdict_is_pure():
@@ -231,5 +246,30 @@ def test_paired_margin_separates_gene_and_seed_noise():
     assert q["seed interval"][1] - q["seed interval"][0] > 5 * (
         p["seed interval"][1] - p["seed interval"][0]
     )
-    claims, _ = verdict({"device": "cpu", "her2st": noisy})
-    assert claims[5]["verdict"] == "not reproduced" and "(tie)" in claims[5]["evidence"]
+    claims = verdict({"device": "cpu", "her2st": noisy})["claims"]
+    assert claims[5]["verdict"] == "inconclusive" and "(tie)" in claims[5]["evidence"]
+
+
+def test_a_model_no_better_than_the_mean_leaves_the_her2st_rows_untestable():
+    results = _results()
+    runs = results["her2st"]["per_fold"]["mean"]
+    for fold in runs.values():
+        for r in fold:
+            r["mse"] = 0.4  # the training mean predicts better than HiST (0.5)
+    results["her2st"]["models"] = _her2st_summary(results["her2st"]["per_fold"])
+    judged = verdict(results)
+    got = _verdicts(judged["claims"])
+    assert got["real"] == got["real_tokens"] == "untestable here"
+    assert judged["claims"][5]["evidence"].startswith(f"control failed: {HER2ST_LEARNS}")
+    assert got["tokens"] == "reproduced"  # the synthetic rows rest on other evidence
+
+
+def test_null_world_does_not_reproduce():
+    """HiST drawn like the no-token model and the strongest baseline (same offset, seed
+    noise): the ablation and real-data rows must not read reproduced."""
+    for seed_shift in range(5):
+        her2st = {"HiST": 0.04, "HiST no tokens": 0.04, "ridge + neighbours": 0.04}
+        results = _results(hist=0.72, no_tokens=0.72 + 0.001 * seed_shift, knn=0.72,
+                           ridge_slide=0.72, her2st=her2st)  # fmt: skip
+        got = _verdicts(verdict(results)["claims"])
+        assert all(got[k] != "reproduced" for k in ("tokens", "local", "real", "real_tokens"))

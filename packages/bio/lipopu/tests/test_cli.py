@@ -30,7 +30,7 @@ def test_quick_demo_writes_valid_results(no_slipp):
     assert results["data"]["source"] == "synthetic cohort"
     assert "verdict: smoke" in printed.stdout
     assert (out / "study.png").stat().st_size > 10_000
-    rows, _ = verdict(results)  # the file holds what the verdict reads
+    rows = verdict(results)["claims"]  # the file holds what the verdict reads
     assert [r["evidence"] for r in rows] == [r["evidence"] for r in results["claims"]]
     arms = {r["arm"] for r in results["runs"]}
     assert {

@@ -30,7 +30,7 @@ def test_quick_demo_writes_valid_results(tmp_path):
     assert (tmp_path / "quality_vs_steps.png").stat().st_size > 10_000
     assert (tmp_path / "samples_moons.png").stat().st_size > 5_000
     # The file holds what verdict() reads: the smoke rows are its rows with the verdicts hidden.
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert [c["evidence"] for c in claims] == [c["evidence"] for c in results["claims"]]
 
 

@@ -7,19 +7,20 @@ import math
 import pytest
 
 from icml26.asbm._results import summarise
-from icml26.asbm.demo import BASELINES, VERDICT_STEPS, paired_interval, verdict
+from icml26.asbm.demo import BASELINES, VERDICT_STEPS, paired_interval, stage1_name, verdict
 
 STEPS = [str(k) for k in VERDICT_STEPS]
 
 
-def _seed(asbm: float, best: float, distilled: float) -> dict:
+def _seed(asbm: float, best: float, distilled: float, terminal_std: float = 0.99) -> dict:
     """One seed's metrics: ASBM at ``asbm`` at every step count, OT-CFM at ``best``, the other
-    baselines far behind."""
+    baselines far behind; stage 1 ends at ``terminal_std`` (the prior's is 1)."""
     metrics = {"ASBM": {k: {"mmd": asbm, "sw2": 0.1} for k in STEPS}}
     metrics["ASBM distilled (1 step)"] = {"1": {"mmd": distilled, "sw2": 0.1}}
     for b in BASELINES:
         metrics[b] = {k: {"mmd": best if b == "OT-CFM" else 1.0, "sw2": 0.2} for k in STEPS}
-    return {"metrics": metrics}
+    rounds = [{"round": 3, "terminal_std": terminal_std, "gaussian_reference_std": 1.0}]
+    return {"metrics": metrics, "stage 1 rounds": rounds}
 
 
 def _problem(asbm=(0.05, 0.06, 0.04), best=(0.10, 0.11, 0.12), distilled=(0.05, 0.06, 0.04)):
@@ -41,7 +42,8 @@ def _results(**kw) -> dict:
 
 
 def test_rows_per_problem_and_step():
-    claims, summary = verdict(_results())
+    judged = verdict(_results())
+    claims, summary = judged["claims"], judged["verdict"]
     names = [c["claim"] for c in claims]
     assert len(claims) == 2 * (len(VERDICT_STEPS) + 1)
     assert names[0] == "moons: ASBM at 1 step(s) better than every equal-compute baseline"
@@ -53,7 +55,8 @@ def test_rows_per_problem_and_step():
 
 
 def test_worse_on_every_seed_is_not_reproduced():
-    claims, summary = verdict(_results(asbm=(0.2, 0.21, 0.22)))
+    judged = verdict(_results(asbm=(0.2, 0.21, 0.22)))
+    claims, summary = judged["claims"], judged["verdict"]
     moons = [c["verdict"] for c in claims if c["claim"].startswith("moons")]
     assert moons == ["not reproduced"] * 4 + ["reproduced"]  # the distilled row still wins
     assert summary == "partly"
@@ -61,7 +64,7 @@ def test_worse_on_every_seed_is_not_reproduced():
 
 def test_a_difference_inside_the_noise_is_a_tie():
     # ASBM ahead on two seeds, behind on one: the paired interval spans 0
-    claims, _ = verdict(_results(asbm=(0.05, 0.06, 0.30)))
+    claims = verdict(_results(asbm=(0.05, 0.06, 0.30)))["claims"]
     assert claims[0]["verdict"] == "partly" and "a tie" in claims[0]["evidence"]
 
 
@@ -79,11 +82,11 @@ def test_every_baseline_is_tested_not_only_the_best_by_mean():
     results = _results()
     # reflow: worse than OT-CFM on average, but not significantly worse than ASBM at 2 steps
     _set(results, "Reflow", "2", [0.04, 0.07, 0.60])
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert claims[1]["verdict"] == "partly" and "a tie" in claims[1]["evidence"]
     # reflow significantly better than ASBM at 4 steps: not reproduced there, and only there
     _set(results, "Reflow", "4", [0.01, 0.02, 0.01])
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert [c["verdict"] for c in claims[:4]] == ["reproduced", "partly", "not reproduced",
                                                   "reproduced"]  # fmt: skip
 
@@ -91,16 +94,16 @@ def test_every_baseline_is_tested_not_only_the_best_by_mean():
 def test_a_failed_run_counts_against_whoever_failed():
     results = _results()
     _set(results, "CFM", "8", [None, 1.0, 1.0])  # a baseline diverged on one seed: ASBM better
-    assert verdict(results)[0][3]["verdict"] == "reproduced"
+    assert verdict(results)["claims"][3]["verdict"] == "reproduced"
     _set(results, "ASBM", "1", [float("nan"), 0.06, 0.04])
-    assert verdict(results)[0][0]["verdict"] == "not reproduced"
+    assert verdict(results)["claims"][0]["verdict"] == "not reproduced"
 
 
 def test_one_seed_gives_no_verdict():
     results = _results()
     p = results["problems"]["moons"]
     p["seeds"] = p["seeds"][:1]
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert claims[0]["verdict"] == "untestable here" and "one seed" in claims[0]["evidence"]
 
 
@@ -118,3 +121,38 @@ def test_verdict_is_pure():
     assert verdict(results) == verdict(results)
     assert results == before
     assert summarise(["reproduced", "partly"]) == "partly"
+
+
+def test_every_baseline_tied_is_inconclusive():
+    results = _results()
+    for b in BASELINES:
+        for k in STEPS:
+            _set(results, b, k, [0.05, 0.07, 0.03])  # within the noise of ASBM's
+    assert verdict(results)["claims"][0]["verdict"] == "inconclusive"
+
+
+def test_an_unfinished_stage_1_leaves_its_problem_untestable():
+    results = _results()
+    for s in results["problems"]["digits"]["seeds"]:
+        s["stage 1 rounds"][-1]["terminal_std"] = 0.83  # 17% short of the prior
+    judged = verdict(results)
+    by = {c["name"]: c["passed"] for c in judged["controls"]}
+    assert by == {stage1_name("moons"): True, stage1_name("digits"): False}
+    digits = [c for c in judged["claims"] if c["claim"].startswith("digits")]
+    assert {c["verdict"] for c in digits} == {"untestable here"}
+    assert "0.830" in digits[0]["evidence"]
+    assert judged["verdict"] == "reproduced"  # moons still judged, every row reproduced
+
+
+def test_null_world_does_not_reproduce():
+    """ASBM drawn like its best baseline (same mean, seed noise): no row may read reproduced
+    beyond the intervals' error rate."""
+    import random
+
+    rng = random.Random(0)
+    hits = 0
+    for _ in range(20):
+        draws = [tuple(0.1 + rng.gauss(0, 0.01) for _ in range(3)) for _ in range(3)]
+        claims = verdict(_results(asbm=draws[0], best=draws[1], distilled=draws[2]))["claims"]
+        hits += sum(c["verdict"] == "reproduced" for c in claims[:5])
+    assert hits / (20 * 5) < 0.05

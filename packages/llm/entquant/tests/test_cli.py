@@ -19,7 +19,7 @@ def test_quick_demo_writes_valid_smoke_results(tmp_path):
     assert not (tmp_path / "checkpoints").exists()
     # One smoke row per claim (RTN-3's rate on the tiny GPT, speed, GPTQ-3 on the tiny GPT), with
     # the evidence verdict() makes of the numbers in the file.
-    rows, _ = verdict(results)
+    rows = verdict(results)["claims"]
     assert [c["evidence"] for c in results["claims"]] == [r["evidence"] for r in rows]
     assert rows[1]["verdict"] == "untestable here"  # speed on a CPU
     assert "GPTQ-3" in rows[2]["claim"]
@@ -120,6 +120,6 @@ def test_baselines_whose_extra_is_missing_are_skipped_with_a_note(monkeypatch, c
         "RTN-3",
     }
     assert results["skipped baselines"] == ["HQQ-2", "NF4"]
-    rows, _ = verdict(results)
+    rows = verdict(results)["claims"]
     assert "not run (extra missing): HQQ-2, NF4" in rows[0]["evidence"]
-    assert rows[0]["verdict"] in ("partly", "not reproduced")  # never a full reproduction
+    assert rows[0]["verdict"] != "reproduced"  # never a full reproduction

@@ -5,13 +5,13 @@ import math
 
 import pytest
 
-from icml26.entquant.demo import interpolated_ratio, verdict
+from icml26.entquant.demo import interpolated_ratio, predicts, verdict
 
 
 def _rows(ent_2: float = 0.001, ent_3: float = 0.0005) -> dict:
     """A rate-distortion table in which EntQuant wins at 3.5 and at 2.5 bits/param."""
     return {
-        "original": {"bits/param": 32.0, "KL": 0.0},
+        "original": {"bits/param": 32.0, "KL": 0.0, "perplexity": 3.3},
         "EntQuant lambda=0": {"bits/param": 6.8, "KL": 0.00001},
         "EntQuant lambda=3.9": {"bits/param": 4.3, "KL": 0.0002},
         "EntQuant lambda=14.5": {"bits/param": 3.36, "KL": ent_3},
@@ -47,7 +47,12 @@ def measured(models=("tiny-gpt", "smollm2"), device="cuda:0", minutes=5.0) -> di
     rate = 70e9 / minutes / 60
     return {
         "models": {
-            m: {"distortion": "KL", "rows": _rows(), "per window": _per_window(_rows())}
+            m: {
+                "distortion": "KL",
+                "rows": _rows(),
+                "per window": _per_window(_rows()),
+                "vocab": 256,
+            }
             for m in models
         },
         "compression params/s": rate,
@@ -58,14 +63,15 @@ def measured(models=("tiny-gpt", "smollm2"), device="cuda:0", minutes=5.0) -> di
 
 
 def verdicts(results: dict) -> list[str]:
-    return [row["verdict"] for row in verdict(results)[0]]
+    return [row["verdict"] for row in verdict(results)["claims"]]
 
 
 ALL_HOLD = ["reproduced"] * 9  # 2 models x 2 rates, speed, 2 models x 2 GPTQ rates
 
 
 def test_every_claim_holds():
-    claims, summary = verdict(measured())
+    judged = verdict(measured())
+    claims, summary = judged["claims"], judged["verdict"]
     assert [c["verdict"] for c in claims] == ALL_HOLD and summary == "reproduced"
     assert "at 3.50 bits/param on tiny-gpt" in claims[0]["claim"]
     assert "at 2.50 bits/param on smollm2" in claims[3]["claim"]
@@ -93,7 +99,8 @@ def test_one_rate_on_one_model_fails_alone(model, rate, change, row):
     results["models"][model]["rows"] = _rows(**change)  # the per-window numbers stay: (c) holds
     expected = list(ALL_HOLD)
     expected[row] = "not reproduced"
-    claims, summary = verdict(results)
+    judged = verdict(results)
+    claims, summary = judged["claims"], judged["verdict"]
     assert [c["verdict"] for c in claims] == expected and summary == "partly"
     assert f"{rate}.50 bits/param on {model}" in claims[row]["claim"]
 
@@ -108,7 +115,8 @@ def test_the_cheaper_point_counts_at_a_higher_rate():
 def test_no_entquant_point_at_or_below_the_rate_fails():
     results = measured(models=("m",))
     results["models"]["m"]["rows"]["EntQuant lambda=58"]["bits/param"] = 2.98
-    claims, summary = verdict(results)
+    judged = verdict(results)
+    claims, summary = judged["claims"], judged["verdict"]
     assert [c["verdict"] for c in claims[:2]] == ["reproduced", "not reproduced"]
     assert summary == "partly"
     assert "no EntQuant point at or below 2.50 bits" in claims[1]["evidence"]
@@ -118,7 +126,8 @@ def test_rate_distortion_needs_a_baseline_below_4_bits():
     rows = {"EntQuant lambda=58": {"bits/param": 2.2, "KL": 1.0}, "NF4": {"bits/param": 4.5}}
     results = measured(models=("m",))
     results["models"]["m"]["rows"] = rows
-    claims, summary = verdict(results)
+    judged = verdict(results)
+    claims, summary = judged["claims"], judged["verdict"]
     assert (
         claims[0]["verdict"] == "not reproduced"
         and "no baseline below 4" in (claims[0]["evidence"])
@@ -127,7 +136,8 @@ def test_rate_distortion_needs_a_baseline_below_4_bits():
 
 
 def test_speed_fails_alone_on_a_gpu():
-    claims, summary = verdict(measured(minutes=23 * 60))
+    judged = verdict(measured(minutes=23 * 60))
+    claims, summary = judged["claims"], judged["verdict"]
     assert [c["verdict"] for c in claims] == ["reproduced"] * 4 + ["not reproduced"] + [
         "reproduced"
     ] * 4
@@ -136,7 +146,8 @@ def test_speed_fails_alone_on_a_gpu():
 
 @pytest.mark.parametrize("minutes", [5.0, 23 * 60])
 def test_speed_measured_on_a_cpu_is_untestable(minutes):
-    claims, summary = verdict(measured(device="cpu", minutes=minutes))
+    judged = verdict(measured(device="cpu", minutes=minutes))
+    claims, summary = judged["claims"], judged["verdict"]
     assert (
         claims[4]["verdict"] == "untestable here"
         and "not measured on a GPU" in claims[4]["evidence"]
@@ -152,7 +163,7 @@ def test_no_timing_is_untestable():
 
 def test_nothing_holds():
     results = _set_rows(measured(models=("m",), minutes=1e4), "m", _rows(ent_3=1.0, ent_2=1.0))
-    assert verdict(results)[1] == "not reproduced"
+    assert verdict(results)["verdict"] == "not reproduced"
 
 
 def test_verdict_is_pure():
@@ -164,7 +175,7 @@ def test_verdict_is_pure():
 
 def test_a_win_with_rivals_missing_is_only_partly():
     results = {**measured(), "skipped baselines": ["NF4"]}
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert [c["verdict"] for c in claims[:4]] == ["partly"] * 4
     assert all("not run (extra missing): NF4" in c["evidence"] for c in claims[:4])
 
@@ -184,7 +195,7 @@ def test_interpolation_is_log_linear_between_the_bracketing_points():
         # EntQuant's curve at 3.5 bits: 0.0005^0.851 * 0.0002^0.149 = 0.000437
         (0.0004, 0.05, "reproduced", "x1.09"),  # worse, but within the 1.2 margin
         (0.0002, 0.05, "not reproduced", "(worse)"),  # x2.2
-        (0.00036, 0.9, "not reproduced", "(inconclusive)"),  # x1.2, windows far apart
+        (0.00036, 0.9, "inconclusive", "(straddles)"),  # x1.2, windows far apart
         (0.001, 0.05, "reproduced", "x0.44"),
     ],
 )
@@ -192,17 +203,41 @@ def test_a_gptq_row_is_judged_on_the_bootstrap_interval(gptq_kl, spread, verdict
     rows = _rows()
     rows["GPTQ-3"]["KL"] = gptq_kl
     results = _set_rows(measured(models=("m",)), "m", rows, spread)
-    row = verdict(results)[0][3]
+    row = verdict(results)["claims"][3]
     assert "GPTQ-3" in row["claim"] and row["verdict"] == verdict_
     assert note in row["evidence"]
 
 
 def test_gptq_not_run_or_outside_the_sweep_is_untestable():
     rows = {k: v for k, v in _rows().items() if not k.startswith("GPTQ")}
-    claims, _ = verdict(_set_rows(measured(models=("m",)), "m", rows))
+    claims = verdict(_set_rows(measured(models=("m",)), "m", rows))["claims"]
     assert claims[3]["verdict"] == "untestable here"
     assert "no GPTQ rate below 4 bits" in claims[3]["evidence"]
     rows = _rows()
     rows["GPTQ-2"]["bits/param"] = 2.2  # below EntQuant's cheapest point (2.45 bits)
-    claims, _ = verdict(_set_rows(measured(models=("m",)), "m", rows))
+    claims = verdict(_set_rows(measured(models=("m",)), "m", rows))["claims"]
     assert claims[4]["verdict"] == "untestable here" and "outside" in claims[4]["evidence"]
+
+
+def test_a_model_that_has_not_learned_its_text_leaves_its_rows_untestable():
+    results = measured(models=("tiny-gpt", "smollm2"))
+    results["models"]["tiny-gpt"]["rows"]["original"]["perplexity"] = 200.0  # ~ uniform (256)
+    judged = verdict(results)
+    tiny = [c for c in judged["claims"] if "tiny-gpt" in c["claim"]]
+    assert tiny and {c["verdict"] for c in tiny} == {"untestable here"}
+    assert tiny[0]["evidence"].startswith(f"control failed: {predicts('tiny-gpt')}")
+    smol = [c for c in judged["claims"] if "smollm2" in c["claim"]]
+    assert {c["verdict"] for c in smol} == {"reproduced"}
+
+
+def test_null_world_does_not_reproduce():
+    """EntQuant's points lie on the baselines' own curve (same distortion at each rate, with
+    window noise): neither the rate rows nor the GPTQ rows may read reproduced as wins."""
+    rows = _rows(ent_2=0.0056, ent_3=0.0006)  # RTN's distortions at 2.5 / 3.5 bits
+    rows["EntQuant lambda=14.5"]["bits/param"] = 3.5
+    rows["EntQuant lambda=58"]["bits/param"] = 2.5
+    rows["GPTQ-3"]["KL"], rows["GPTQ-2"]["KL"] = 0.0003, 0.0028  # GPTQ twice as good
+    results = _set_rows(measured(models=("m",)), "m", rows, spread=0.3)
+    got = [c["verdict"] for c in verdict(results)["claims"]]
+    assert got[0] != "reproduced" and got[1] != "reproduced"  # ties RTN: no win
+    assert all(v != "reproduced" for v in got[3:])  # x2 GPTQ's distortion: no match

@@ -20,10 +20,10 @@ def test_quick_demo_writes_valid_results(tmp_path):
     assert results["config"]["command"] == "icml26-lrpo demo --quick"
     assert "verdict: smoke" in printed.stdout
     assert (out / "study.png").stat().st_size > 10_000
-    rows, _ = verdict(results)  # the file holds what the verdict reads
+    rows = verdict(results)["claims"]  # the file holds what the verdict reads
     assert [r["evidence"] for r in rows] == [r["evidence"] for r in results["claims"]]
     assert set(results["runs"]) == {"pretrained", *ARMS}
-    assert set(results["checks"]) == {"grpo_improves_on_pretraining", "planted_bandit"}
+    assert [c["kind"] for c in results["controls"]] == ["positive", "positive"]
 
 
 def test_default_command_is_the_bare_demo():

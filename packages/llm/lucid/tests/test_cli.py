@@ -16,7 +16,7 @@ def test_quick_demo_writes_valid_smoke_results(tmp_path):
     assert (tmp_path / "lucid.png").stat().st_size > 10_000
     # One smoke row per claim: the probe, each MQAR cell, each needle length, the character LM;
     # the evidence is what verdict() makes of the measurements in the file.
-    rows, _ = verdict(results)
+    rows = verdict(results)["claims"]
     assert [c["claim"] for c in results["claims"]] == [r["claim"] for r in rows]
     assert [c["evidence"] for c in results["claims"]] == [r["evidence"] for r in rows]
     assert {c["verdict"] for c in results["claims"]} == {"smoke"} and len(rows) == 4

@@ -31,7 +31,7 @@ def test_quick_demo_on_the_tiny_model_writes_valid_smoke_results(tmp_path):
             assert 0 < r[mode]["read fraction"] < 1 and r[mode]["kl"]["mean"] >= 0
     # The tiny model has no needle: decode and bias rows per mode, and the speed row, with the
     # evidence verdict() gives.
-    rows, _ = verdict(results)
+    rows = verdict(results)["claims"]
     assert len(rows) == 2 * len(results["config"]["modes"]) + 1 == len(results["claims"])
     assert [c["evidence"] for c in results["claims"]] == [r["evidence"] for r in rows]
     assert {c["verdict"] for c in results["claims"]} == {"smoke"}

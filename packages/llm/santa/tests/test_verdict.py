@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from icml26.santa.demo import verdict
+from icml26.santa.demo import NOISE_FLOOR, verdict
 
 MODES = ["iid", "systematic", "tile_fixed", "tile_prop"]
 CELLS = [(2048, 0.1), (2048, 0.9), (8192, 0.5)]
@@ -21,6 +21,7 @@ def measured() -> dict:
     for L in ("2048", "4096"):
         decode[L] = {"S": 1024, "block_n": 32, "prompts": 20, "free tokens": 128}
         decode[L]["dense"] = {"perplexity": ci(1.5)}
+        decode[L]["noise floor"] = {"agreement": ci(0.9995, 0.0005)}
         for m in MODES:
             decode[L][m] = {
                 "agreement": ci(0.996),
@@ -71,14 +72,15 @@ def measured() -> dict:
 
 
 def verdicts(results: dict) -> list[str]:
-    return [row["verdict"] for row in verdict(results)[0]]
+    return [row["verdict"] for row in verdict(results)["claims"]]
 
 
 ALL_HELD = ["reproduced"] * 10 + ["untestable here"]  # decode x4, needle x4, bias x2, speed
 
 
 def test_every_claim_holds_and_speed_is_untestable_on_a_cpu():
-    claims, summary = verdict(measured())
+    judged = verdict(measured())
+    claims, summary = judged["claims"], judged["verdict"]
     assert verdicts(measured()) == ALL_HELD and summary == "reproduced"
     assert [c["claim"].split(",")[0] for c in claims[:4]] == [f"SANTA ({m}" for m in MODES]
     assert "needle" in claims[4]["claim"]
@@ -90,9 +92,9 @@ def test_every_claim_holds_and_speed_is_untestable_on_a_cpu():
     ("agreement", "ratio", "expected"),
     [
         (ci(0.98), ci(1.0), "not reproduced"),  # agreement interval wholly below 99%
-        (ci(0.99, 0.01), ci(1.0), "partly"),  # straddles 99%
+        (ci(0.99, 0.01), ci(1.0), "inconclusive"),  # straddles 99%
         (ci(0.996), ci(1.03, 0.005), "not reproduced"),  # perplexity wholly above x1.02
-        (ci(0.996), ci(1.015, 0.01), "partly"),  # perplexity interval straddles x1.02
+        (ci(0.996), ci(1.015, 0.01), "inconclusive"),  # perplexity straddles x1.02
     ],
 )
 @pytest.mark.parametrize("i", [0, 2])
@@ -102,7 +104,8 @@ def test_decode_rule_at_one_context_fails_that_mode_alone(i, agreement, ratio, e
     results["perplexity"]["4096"][MODES[i]]["perplexity ratio"] = ratio
     want = list(ALL_HELD)
     want[i] = expected
-    claims, summary = verdict(results)
+    judged = verdict(results)
+    claims, summary = judged["claims"], judged["verdict"]
     assert [c["verdict"] for c in claims] == want and summary == "partly"
     assert f"{agreement['mean']:.1%}" in claims[i]["evidence"]
 
@@ -120,7 +123,7 @@ def test_needle_is_untestable_when_dense_finds_under_half_everywhere():
     results = measured()
     for c in results["needle"].values():
         c["dense"]["found"] = 9
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert [c["verdict"] for c in claims[4:8]] == ["untestable here"] * 4
 
 
@@ -142,7 +145,7 @@ def test_an_exact_bias_above_the_rule_fails_unbiasedness():
     results["estimator"]["L=2048 tile_fixed d=16"]["exact bias"] = 3e-4
     expected = list(ALL_HELD)
     expected[9] = "not reproduced"
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert [c["verdict"] for c in claims] == expected and "0.0003" in claims[9]["evidence"]
 
 
@@ -162,7 +165,7 @@ def test_nothing_holds():
             c[m]["found"] = 0
         for r in results["estimator"].values():
             r["exact bias"] = 1.0
-    assert verdict(results)[1] == "not reproduced"
+    assert verdict(results)["verdict"] == "not reproduced"
 
 
 def test_verdict_is_pure():
@@ -170,3 +173,32 @@ def test_verdict_is_pure():
     before = copy.deepcopy(results)
     assert verdict(results) == verdict(results)
     assert results == before
+
+
+def test_decode_rows_rest_on_a_measured_noise_floor():
+    results = measured()
+    for r in results["decode"].values():
+        del r["noise floor"]
+    judged = verdict(results)
+    assert [c["verdict"] for c in judged["claims"][:4]] == ["untestable here"] * 4
+    assert judged["claims"][0]["evidence"].startswith(f"control failed: {NOISE_FLOOR}")
+    assert "not measured" in judged["controls"][0]["evidence"]
+    # dense against itself below the threshold: a 99% rule would read numerical noise
+    results = measured()
+    results["decode"]["4096"]["noise floor"] = {"agreement": ci(0.985)}
+    assert verdicts(results)[:4] == ["untestable here"] * 4
+
+
+def test_null_world_does_not_reproduce():
+    """SANTA decoding no better than a model whose agreement sits at 97-99% with noise: no
+    decode row may read reproduced."""
+    import random
+
+    rng = random.Random(0)
+    for _ in range(20):
+        results = measured()
+        for L in results["decode"]:
+            for m in MODES:
+                a = rng.uniform(0.97, 0.99)
+                results["decode"][L][m]["agreement"] = ci(a, 0.004)
+        assert "reproduced" not in verdicts(results)[:4]

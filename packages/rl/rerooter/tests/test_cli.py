@@ -34,19 +34,9 @@ def test_quick_demo_writes_valid_results(tmp_path):
     assert set(m) >= {"method", "baseline", "LTS", "PHS*", "√LTS-H", "√LTS-L", "√LTS-LH"}
     assert m["method"] == m["√LTS-LH"] and m["baseline"] == m["LTS"]
     # The rows are verdict() of the numbers in the file (smoke only hides the verdicts).
-    labels = {"lts": "LTS", "phs_star": "PHS*", "sqrt_lts_lh": "√LTS-LH"}
     cfg = results["config"]
-    raw = {
-        "n_test": 6,
-        "n_train": 24,
-        "n_eval": 4,
-        "cap": cfg["expansion_cap"],
-        "k": 3,
-        "search_only": {k: {"solved": m[v]["search-only solved"]} for k, v in labels.items()},
-        "runs": results["runs"],
-    }
     assert cfg["seeds"] == 2 and len(results["runs"]) == 2 * 5
-    claims, _ = verdict(raw)
+    claims = verdict(results)["claims"]
     assert [r["evidence"] for r in claims] == [r["evidence"] for r in results["claims"]]
     # every run reached the equal expansion cap and went past it by less than one chunk
     for r in results["runs"]:

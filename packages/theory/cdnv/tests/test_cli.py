@@ -28,7 +28,7 @@ def test_quick_demo_writes_valid_results(tmp_path):
     for png in ("dynamics.png", "fewshot_bound.png", "decision_axes.png"):
         assert (tmp_path / png).stat().st_size > 10_000
     # The file holds what verdict() reads: the smoke rows are its rows with the verdicts hidden.
-    claims, _ = verdict(results)
+    claims = verdict(results)["claims"]
     assert [c["evidence"] for c in claims] == [c["evidence"] for c in results["claims"]]
     # Every encoder was measured on the held-out classes only, with both bounds.
     # one seed: one set of 4 held-out digit classes, shared by every encoder and null

@@ -5,7 +5,15 @@ import copy
 import pytest
 
 from icml26.cdnv._results import summarise
-from icml26.cdnv.demo import CLAIMS, interval, spearman_gap, verdict
+from icml26.cdnv.demo import (
+    CLAIMS,
+    RANDOM_AXES,
+    TRANSFER,
+    interval,
+    random_direction_cos,
+    spearman_gap,
+    verdict,
+)
 from icml26.cdnv.demo import _headline as verdict_headline
 
 ROWS = list(CLAIMS)  # collapse, holds, tracks, explains, orthogonal
@@ -72,6 +80,7 @@ def _passing() -> dict:
         "multitask": mt,
         "track_factor": 3.0,
         "orthogonal_cos": 0.2,
+        "feature_dim": 8,  # random directions in R^8: mean |cos| 0.29, above the threshold
     }
 
 
@@ -100,7 +109,8 @@ def _break(r: dict, row: str, objectives=OBJ) -> dict:
 
 
 def test_every_row_reproduced():
-    claims, summary = verdict(_passing())
+    judged = verdict(_passing())
+    claims, summary = judged["claims"], judged["verdict"]
     assert [c["claim"] for c in claims] == [CLAIMS[k] for k in ROWS]
     assert [c["verdict"] for c in claims] == ["reproduced"] * 5, [c["evidence"] for c in claims]
     assert summary == "reproduced"
@@ -113,7 +123,8 @@ def test_every_row_reproduced():
 
 @pytest.mark.parametrize("failing", ROWS)
 def test_only_one_row_fails(failing):
-    claims, summary = verdict(_break(_passing(), failing))
+    judged = verdict(_break(_passing(), failing))
+    claims, summary = judged["claims"], judged["verdict"]
     expected = ["not reproduced" if k == failing else "reproduced" for k in ROWS]
     assert [c["verdict"] for c in claims] == expected, [c["evidence"] for c in claims]
     assert summary == summarise(expected) == "partly"
@@ -121,7 +132,8 @@ def test_only_one_row_fails(failing):
 
 @pytest.mark.parametrize("row", ["collapse", "tracks", "orthogonal"])
 def test_one_objective_failing_is_partly(row):
-    claims, summary = verdict(_break(_passing(), row, objectives=("vicreg",)))
+    judged = verdict(_break(_passing(), row, objectives=("vicreg",)))
+    claims, summary = judged["claims"], judged["verdict"]
     assert claims[ROWS.index(row)]["verdict"] == "partly"
     assert summary == "partly"
 
@@ -130,14 +142,14 @@ def test_collapse_needs_a_fall_from_initialisation_not_only_a_low_level():
     r = _passing()
     for x in r["runs"]:
         x["dynamics"][0]["V~ d / V"] = 0.3  # already lower at initialisation: it rose
-    assert verdict(r)[0][0]["verdict"] == "not reproduced"
+    assert verdict(r)["claims"][0]["verdict"] == "not reproduced"
 
 
 def test_collapse_inside_the_noise_is_not_a_fall():
     r = _passing()
     for x in r["runs"]:  # falls in seeds 0 and 2, rises in seed 1
         x["dynamics"][0]["V~ d / V"] = x["V~ d / V"] * (1 + 0.5 * [1, -1, 1][x["seed"]])
-    assert verdict(r)[0][0]["verdict"] == "not reproduced"
+    assert verdict(r)["claims"][0]["verdict"] == "not reproduced"
 
 
 def test_holds_is_judged_only_where_the_bound_is_below_one():
@@ -145,17 +157,17 @@ def test_holds_is_judged_only_where_the_bound_is_below_one():
     for x in r["runs"] + r["nulls"]:
         for t in x["fewshot"].values():
             t["bound (authors)"] = [max(b, 1.5) for b in t["bound (authors)"]]
-    row = verdict(r)[0][1]
+    row = verdict(r)["claims"][1]
     assert row["verdict"] == "untestable here" and "informative) at 0/96" in row["evidence"]
     r = _passing()  # one informative point below its error is a violation
     r["runs"][0]["fewshot"]["2-way"]["bound (authors)"][1] = 0.01
-    assert verdict(r)[0][1]["verdict"] == "not reproduced"
+    assert verdict(r)["claims"][1]["verdict"] == "not reproduced"
 
 
 def test_orthogonal_needs_to_beat_the_random_encoder_in_every_seed():
     r = _passing()
     r["multitask"][1]["random encoder"]["mean |cos|"] = 0.05
-    assert verdict(r)[0][4]["verdict"] == "not reproduced"
+    assert verdict(r)["claims"][4]["verdict"] == "not reproduced"
 
 
 def test_interval_and_spearman_gap():
@@ -167,3 +179,44 @@ def test_interval_and_spearman_gap():
     assert gap == pytest.approx(2.0) and lo > 0
     gap, lo, hi = spearman_gap(err, err, err)
     assert gap == 0.0 and lo <= 0 <= hi
+
+
+def test_ssl_features_worse_than_raw_pixels_leave_the_transfer_rows_untestable():
+    r = _passing()
+    for x in r["nulls"]:
+        if x["encoder"] == "raw pixels":
+            x["fewshot"] = _fewshot(0.05, 0.1)  # raw pixels transfer better than every SSL
+    judged = verdict(r)
+    got = [c["verdict"] for c in judged["claims"]]
+    assert got == ["untestable here", "reproduced", "untestable here", "untestable here",
+                   "untestable here"]  # fmt: skip
+    assert judged["claims"][0]["evidence"].startswith(f"control failed: {TRANSFER}")
+
+
+def test_a_threshold_below_the_random_direction_level_cannot_judge_orthogonality():
+    assert random_direction_cos(64) == pytest.approx(0.0997, abs=1e-3)
+    assert random_direction_cos(2) == pytest.approx(2 / 3.141592653589793, rel=1e-9)
+    r = _passing()
+    r["feature_dim"] = 64
+    judged = verdict(r)
+    assert judged["claims"][4]["verdict"] == "untestable here"
+    assert RANDOM_AXES in judged["claims"][4]["evidence"]
+    assert "0.100 vs the threshold 0.2" in judged["controls"][1]["evidence"]
+
+
+def test_null_world_does_not_reproduce():
+    """SSL encoders no different from the random encoder (same ratio, error and axes, with
+    seed noise): collapse, explains and orthogonal must not read reproduced."""
+    import random
+
+    rng = random.Random(0)
+    for _ in range(10):
+        r = _passing()
+        for x in r["runs"]:
+            x["dynamics"][0]["V~ d / V"] = 1.5 * (1 + rng.gauss(0, 0.1))
+            x["dynamics"][-1]["V~ d / V"] = 1.5 * (1 + rng.gauss(0, 0.1))
+        for m in r["multitask"]:
+            for o in OBJ:
+                m[o]["mean |cos|"] = m["random encoder"]["mean |cos|"] + rng.gauss(0, 0.02)
+        rows = verdict(r)["claims"]
+        assert rows[0]["verdict"] != "reproduced" and rows[4]["verdict"] != "reproduced"

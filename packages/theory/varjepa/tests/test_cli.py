@@ -23,7 +23,7 @@ def test_quick_demo_writes_valid_results(tmp_path):
     assert "verdict: smoke" in out.stdout
     for png in ("probes.png", "rankme.png", "uncertainty.png"):
         assert (tmp_path / png).stat().st_size > 10_000
-    claims, _ = verdict(results)  # the file holds what the verdict reads
+    claims = verdict(results)["claims"]  # the file holds what the verdict reads
     assert [c["evidence"] for c in claims] == [c["evidence"] for c in results["claims"]]
     (run,) = results["runs"]
     per_beta = {"Var-T-JEPA (beta=1)", "Var-T-JEPA (beta=0.1)"}

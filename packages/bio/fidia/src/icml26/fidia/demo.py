@@ -36,12 +36,14 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.fidia._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
     package_version,
+    provenance,
     resolve_device,
-    summarise,
     write_results,
 )
 from icml26.fidia.data import examples_dir
@@ -345,13 +347,13 @@ def _diffs(a: dict[int, float], b: dict[int, float]) -> list[float]:
 
 def _judge(outcomes: list[str]) -> str:
     """reproduced: every comparison a win; partly: some wins and no loss; not reproduced: a loss
-    anywhere, or no win (ties only)."""
+    anywhere; inconclusive: ties only (the intervals hold 0 throughout)."""
     if not outcomes or "loss" in outcomes:
         return "not reproduced"
     wins = sum(o == "win" for o in outcomes)
     if wins == len(outcomes):
         return "reproduced"
-    return "partly" if wins else "not reproduced"
+    return "partly" if wins else "inconclusive"
 
 
 def estimator_check(g: dict) -> dict:
@@ -413,19 +415,60 @@ def _protein_row(results: dict, pairs: list[tuple[str, str]]) -> tuple[str, str]
     return _judge(outcomes), "FIDIA - arm, 95% t interval over seeds: " + "; ".join(parts)
 
 
-def verdict(results: dict) -> tuple[list[dict], str]:
-    """The claims' rows and the package verdict, from ``experiment``'s measurements only."""
+ESTIMATOR = "the max@N gradient estimator is unbiased and its baseline lowers the variance"
+ADDITIVE = "on a one-mode (additive) landscape FIDIA gains nothing over mean-reward RL or GRPO"
+RL_LEARNS = "RL improves the tuned pretrained policy's success@N on every backbone"
+
+
+def rl_learns_check(results: dict) -> dict:
+    """Positive control for the protein rows: the best of mean-reward RL and GRPO beats the
+    temperature-tuned base on success@N (paired by seed) on every backbone, so the RL loop, the
+    reward and the budget can move this policy at all."""
+    study = results["protein"]
+    if "skipped" in study:
+        return {"passed": False, "evidence": study["skipped"]}
+    parts, ok = [], True
+    for bb in study["backbones"]:
+        rows = [r for r in study["runs"] if r["backbone"] == bb]
+        base = _by_seed(rows, arm=BASE_ARMS["success_at_n"], key="success_at_n")
+        best = None
+        for arm in ("mean-reward RL", "GRPO"):
+            o, text = _compare(_diffs(_by_seed(rows, arm=arm, key="success_at_n"), base))
+            if best is None or o == "win":
+                best = (arm, o, text)
+        ok &= best[1] == "win"
+        parts.append(f"{bb}: {best[0]} - tuned base success@N {best[2]} ({best[1]})")
+    return {"passed": bool(ok), "evidence": "; ".join(parts)}
+
+
+def verdict(results: dict) -> dict:
+    """The claims' rows, the controls they rest on, counts and the package verdict, from
+    ``experiment``'s measurements only."""
     texts = claims()
     rl = [a for a in RL_ARMS if a != FIDIA]
+    protein = [ESTIMATOR, RL_LEARNS]
     rows = [
-        claim_row(texts["toy"], *_toy_row(results)),
+        claim_row(texts["toy"], *_toy_row(results), [ESTIMATOR, ADDITIVE]),
         claim_row(
-            texts["success_vs_rl"], *_protein_row(results, [("success_at_n", a) for a in rl])
+            texts["success_vs_rl"],
+            *_protein_row(results, [("success_at_n", a) for a in rl]),
+            protein,
         ),
-        claim_row(texts["precision_vs_rl"], *_protein_row(results, [("precision", a) for a in rl])),
-        claim_row(texts["vs_base"], *_protein_row(results, list(BASE_ARMS.items()))),
+        claim_row(
+            texts["precision_vs_rl"],
+            *_protein_row(results, [("precision", a) for a in rl]),
+            protein,
+        ),
+        claim_row(texts["vs_base"], *_protein_row(results, list(BASE_ARMS.items())), protein),
     ]
-    return rows, summarise([r["verdict"] for r in rows])
+    if "skipped" in results["protein"]:  # untestable rows need no competence control
+        rows[1:] = [{**r, "controls": []} for r in rows[1:]]
+    checks = [
+        (ESTIMATOR, "positive", estimator_check(results["gradient_check"])),
+        (ADDITIVE, "null", control_check(results)),
+        (RL_LEARNS, "positive", rl_learns_check(results)),
+    ]
+    return judge(rows, [control(n, k, c["passed"], c["evidence"]) for n, k, c in checks])
 
 
 # ---------------------------------------------------------------------- tables and writing
@@ -477,9 +520,6 @@ def run_demo(cfg: DemoConfig) -> dict:
     out = cfg.out or Path("runs") / "fidia" / time.strftime("%Y%m%d-%H%M%S")
     t0 = time.perf_counter()
     raw = experiment(cfg)
-    rows, summary = verdict(raw)
-    if cfg.quick:
-        rows, summary = as_smoke(rows)
     metrics = summary_table(raw)
     key = next((k for k in metrics if k.endswith("/ FIDIA (max@N)") and not k.startswith("toy")),
                None)  # fmt: skip
@@ -490,35 +530,41 @@ def run_demo(cfg: DemoConfig) -> dict:
     else:
         metrics["method"], metrics["baseline"] = metrics[key], metrics[key.replace(
             "FIDIA (max@N)", "GRPO")]  # fmt: skip
-    results = {
-        "package": "icml26-fidia",
-        "version": package_version("icml26-fidia", __file__),
-        "experiment": "max@N gradient vs exact; mean-RL / GRPO / max@N on toy landscapes; "
+    results = assemble_results(
+        package="icml26-fidia",
+        version=package_version("icml26-fidia", __file__),
+        experiment="max@N gradient vs exact; mean-RL / GRPO / max@N on toy landscapes; "
         "motif scaffolding on BPTI and cobrotoxin with ProteinMPNN: tuned-temperature base vs "
         "mean-RL vs GRPO vs FIDIA at one sample budget, success judged by a held-out scorer",
-        "claim": "RL that maximises the expected best of N samples with a function-informed "
+        claim="RL that maximises the expected best of N samples with a function-informed "
         "reward makes best-of-N inverse folding succeed more often and more precisely",
-        "headline": headline(raw),
-        "claims": rows,
-        "checks": {
-            "estimator": estimator_check(raw["gradient_check"]),
-            "additive_control": control_check(raw),
+        headline=headline(raw),
+        judged=verdict(raw),
+        metrics=metrics,
+        quick=cfg.quick,
+        seconds=time.perf_counter() - t0,
+        config={**_jsonable(asdict(cfg)), "command": demo_command("icml26-fidia", cfg)},
+        seed=0,
+        device=raw["device"],
+        torch_version=torch.__version__,
+        provenance=provenance(__file__, _data_files(cfg)),
+        measurements={
+            k: raw[k] for k in ("gradient_check", "toys", "toy_landscapes", "protein", "N")
         },
-        "metrics": metrics,
-        "verdict": summary,
-        "quick": cfg.quick,
-        "seconds": round(time.perf_counter() - t0, 1),
-        "config": {**_jsonable(asdict(cfg)), "command": demo_command("icml26-fidia", cfg)},
-        "seed": 0,
-        "device": raw["device"],
-        "torch": torch.__version__,
-        **{k: raw[k] for k in ("gradient_check", "toys", "toy_landscapes", "protein", "N")},
-    }
+    )
     out.mkdir(parents=True, exist_ok=True)
     plot_study(raw, out / "study.png")
     write_results(out / "results.json", results)
     _print(results)
     return results
+
+
+def _data_files(cfg: DemoConfig) -> dict[str, Path]:
+    """The example structures the protein study read, for the provenance fingerprints."""
+    from icml26.fidia.data import EXAMPLES
+
+    root = examples_dir()
+    return {} if root is None else {EXAMPLES[b][0]: root / EXAMPLES[b][0] for b in cfg.backbones}
 
 
 def _jsonable(d: dict) -> dict:
@@ -540,6 +586,7 @@ def _print(results: dict) -> None:
             print(f"{k:52s} E[max@N] {m['max_at_n']:6.2f}  optimum@N {m['optimum_at_n']:.2f}")
     for row in results["claims"]:
         print(f"- [{row['verdict']}] {row['claim']}\n    {row['evidence']}")
-    for name, check in results["checks"].items():
-        print(f"- check {name}: {'passed' if check['passed'] else 'FAILED'}: {check['evidence']}")
+    for c in results["controls"]:
+        print(f"- {c['kind']} control {'passed' if c['passed'] else 'FAILED'}: {c['name']}: "
+              f"{c['evidence']}")  # fmt: skip
     print(f"verdict: {results['verdict']}  ({results['seconds']:.0f} s)")

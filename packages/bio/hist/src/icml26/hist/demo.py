@@ -52,12 +52,14 @@ from tqdm.auto import tqdm
 
 from icml26.hist import cost
 from icml26.hist._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
     package_version,
+    provenance,
     resolve_device,
-    summarise,
     write_results,
 )
 from icml26.hist.baselines import BaselineConfig, KNNAttention, SpotMLP
@@ -72,6 +74,8 @@ from icml26.hist.train import TrainConfig, evaluate, predict, predict_log1p, tra
 PACKAGE = "icml26-hist"
 MODELS = ("HiST", "HiST no tokens", "kNN attention", "MLP")
 PARTS = ("synthetic", "her2st", "cost")
+
+OUTCOME = {"better": "reproduced", "worse": "not reproduced", "tie": "inconclusive"}
 
 
 @dataclass(frozen=True)
@@ -473,7 +477,7 @@ def _ranking_row(claim: str, synthetic: dict | None, a: str, b: str) -> dict:
         f"{b} {s[b]['pearson']:.3f} ± {s[b]['pearson std']:.3f} ({outcome}; per-gene Pearson "
         f"{s[a]['gene_pearson']:.3f} vs {s[b]['gene_pearson']:.3f})"
     )
-    return claim_row(claim, "reproduced" if outcome == "better" else "not reproduced", evidence)
+    return claim_row(claim, OUTCOME[outcome], evidence)
 
 
 SYNTHETIC_BASELINES = ("kNN attention", "MLP", "ridge", "ridge + slide stats")
@@ -593,9 +597,7 @@ def _real_row(her2st: dict | None) -> dict:
         f"strongest baseline, {base}, {m[base]['hvg']:.3f}; margin {_margin_text(p)} ({call}); "
         f"on the {her2st['genes']} most expressed genes: margin {_margin_text(heg)}"
     )
-    return claim_row(
-        CLAIMS["real"], "reproduced" if call == "better" else "not reproduced", evidence
-    )
+    return claim_row(CLAIMS["real"], OUTCOME[call], evidence, [HER2ST_LEARNS])
 
 
 def _real_tokens_row(her2st: dict | None) -> dict:
@@ -610,8 +612,7 @@ def _real_tokens_row(her2st: dict | None) -> dict:
         f"{_her2st_setting(her2st)}: HiST {m['HiST']['hvg']:.3f} vs without tokens "
         f"{m['HiST no tokens']['hvg']:.3f}; margin {_margin_text(p)} ({call})"
     )
-    verdict_ = "reproduced" if call == "better" else "not reproduced"
-    return claim_row(CLAIMS["real_tokens"], verdict_, evidence)
+    return claim_row(CLAIMS["real_tokens"], OUTCOME[call], evidence, [HER2ST_LEARNS])
 
 
 def _cohorts_row(her2st: dict | None) -> dict:
@@ -624,8 +625,28 @@ def _cohorts_row(her2st: dict | None) -> dict:
     return claim_row(CLAIMS["cohorts"], "untestable here", evidence)
 
 
-def verdict(results: dict) -> tuple[list[dict], str]:
-    """One row per claim from the measurements of :func:`experiment`, and their summary."""
+HER2ST_LEARNS = "HiST predicts HER2ST expression better than the training mean (MSE)"
+
+
+def her2st_control(her2st: dict | None) -> dict:
+    """Positive control of the HER2ST rows: HiST's held-out MSE is below the mean predictor's
+    on every seed, so its per-gene correlations are read off a model that learned something."""
+    if her2st is None:
+        return control(HER2ST_LEARNS, "positive", False, "HER2ST was not run")
+    m = her2st["models"]
+    hist, mean = m["HiST"]["mse per seed"], m["mean"]["mse per seed"]
+    ok = all(h < b for h, b in zip(hist, mean, strict=True))
+    return control(
+        HER2ST_LEARNS, "positive", ok,
+        f"normalised log1p MSE HiST {m['HiST']['mse']:.4f} vs the mean predictor "
+        f"{m['mean']['mse']:.4f} (below it on {sum(h < b for h, b in zip(hist, mean, strict=True))}"
+        f"/{len(hist)} seeds)",
+    )  # fmt: skip
+
+
+def verdict(results: dict) -> dict:
+    """One row per claim from the measurements of :func:`experiment`, the HER2ST control,
+    counts and the summary. A tie (inside the seeds' noise) is inconclusive."""
     synthetic = results.get("synthetic")
     claims = [
         _ranking_row(CLAIMS["tokens"], synthetic, "HiST", "HiST no tokens"),
@@ -642,7 +663,9 @@ def verdict(results: dict) -> tuple[list[dict], str]:
         _real_tokens_row(results.get("her2st")),
         _cohorts_row(results.get("her2st")),
     ]
-    return claims, summarise([r["verdict"] for r in claims])
+    if results.get("her2st") is None:  # untestable rows rest on nothing
+        claims = [{**c, "controls": []} for c in claims]
+    return judge(claims, [her2st_control(results.get("her2st"))])
 
 
 # ---- run: experiment -> verdict -> results.json, figure, table ----
@@ -655,36 +678,54 @@ def run_demo(cfg: DemoConfig) -> dict:
     out = cfg.out or Path("runs") / "hist" / datetime.now().strftime("%Y%m%d-%H%M%S")
     t0 = time.perf_counter()
     raw = experiment(run_cfg)
-    claims, v = verdict(raw)
-    if run_cfg.quick:
-        claims, v = as_smoke(claims)
     config = {k: (str(x) if isinstance(x, Path) else x) for k, x in asdict(run_cfg).items()}
-    results = {
-        "package": PACKAGE,
-        "version": package_version(PACKAGE, __file__),
-        "experiment": "sparse hierarchical ST prediction: synthetic cohort, HER2ST LOSO, cost",
-        "claim": "HiST's slide calibration tokens and sparse dyadic U-Net beat local and per-spot "
-        "models, at a cost that grows with the number of spots, not the slide's area",
-        "headline": _headline(raw),
-        "claims": claims,
-        "metrics": _metrics(raw),
-        "verdict": v,
-        "quick": run_cfg.quick,
-        "seconds": round(time.perf_counter() - t0, 1),
-        "config": config | {"command": demo_command("icml26-hist", cfg)},
-        "seed": run_cfg.seed,
-        "device": raw["device"],
-        "torch": torch.__version__,
-        **{k: x for k, x in raw.items() if k in PARTS},
-    }
+    measurements = {k: x for k, x in raw.items() if k in PARTS}
     if "synthetic" in raw:  # the example map is for the plot only
-        results["synthetic"] = {k: x for k, x in raw["synthetic"].items() if k != "example"}
+        measurements["synthetic"] = {k: x for k, x in raw["synthetic"].items() if k != "example"}
+    results = assemble_results(
+        package=PACKAGE,
+        version=package_version(PACKAGE, __file__),
+        experiment="sparse hierarchical ST prediction: synthetic cohort, HER2ST LOSO, cost",
+        claim="HiST's slide calibration tokens and sparse dyadic U-Net beat local and per-spot "
+        "models, at a cost that grows with the number of spots, not the slide's area",
+        headline=_headline(raw),
+        judged=verdict(raw),
+        metrics=_metrics(raw),
+        quick=run_cfg.quick,
+        seconds=time.perf_counter() - t0,
+        config=config | {"command": demo_command("icml26-hist", cfg)},
+        seed=run_cfg.seed,
+        device=raw["device"],
+        torch_version=torch.__version__,
+        provenance=provenance(__file__, _data_files(run_cfg, raw)),
+        measurements=measurements,
+    )
+    claims, v = results["claims"], results["verdict"]
     write_results(out / "results.json", results)
     from icml26.hist.plots import plot_demo
 
     plot_demo(raw, out / "hist.png")
     print(_table(raw, claims, v, out))
     return results
+
+
+def _data_files(cfg, raw: dict) -> dict[str, Path]:
+    """The HER2ST files the run read: the bundled subset, or the original files of each section
+    under ``--her2st-data`` (the synthetic cohort is generated)."""
+    if "her2st" not in raw:
+        return {}
+    if cfg.her2st_data is None:
+        from importlib import resources
+
+        subset = resources.files("icml26.hist").joinpath("data/her2st_subset.npz")
+        return {"her2st_subset.npz": Path(str(subset))}
+    from icml26.hist.data import her2st_files
+
+    out = {}
+    for section in cfg.her2st_sections:
+        for path in her2st_files(cfg.her2st_data, section).values():
+            out[Path(path).name] = path
+    return out
 
 
 def _headline(raw: dict) -> str:

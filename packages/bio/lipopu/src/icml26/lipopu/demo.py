@@ -29,10 +29,13 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.lipopu._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
     package_version,
+    provenance,
     resolve_device,
     summarise,
     write_results,
@@ -413,14 +416,17 @@ def paired_interval(diffs: list[float]) -> tuple[float, float | None, float | No
 
 
 def _better(diffs: list[float], what: str) -> tuple[str, str]:
-    """Reproduced when the interval of the paired difference lies above 0; a tie otherwise."""
+    """Reproduced when the interval of the paired difference lies above 0, not reproduced when
+    below, inconclusive when it holds 0 (a tie); one seed gives no interval: untestable."""
     mean, lo, hi = paired_interval(diffs)
     if lo is None:
-        return "not reproduced", f"{what} {mean:+.3f} on one seed (no interval)"
+        return "untestable here", f"{what} {mean:+.3f} on one seed (no interval)"
     text = f"{what} {mean:+.3f} [{lo:+.3f}, {hi:+.3f}] over {len(diffs)} seeds"
     if lo > 0:
         return "reproduced", text
-    return "not reproduced", text + (" (worse)" if hi < 0 else " (a tie: inside the noise)")
+    if hi < 0:
+        return "not reproduced", text + " (worse)"
+    return "inconclusive", text + " (a tie: inside the noise)"
 
 
 def _metric(results: dict, c: float, arm: str, key: str = "auprc") -> dict[int, float]:
@@ -443,15 +449,35 @@ def _chosen_on_validation(results: dict, c: float, arms) -> str:
     return max(arms, key=lambda a: _val(results, c, a))
 
 
-def verdict(results: dict) -> tuple[list[dict], str]:
-    """The claims' rows and the package verdict, from ``experiment``'s measurements only."""
+LEARNABLE = "a supervised ranker finds lipid pockets far above chance (AUPRC > 2x prevalence)"
+
+
+def learnable_control(results: dict) -> dict:
+    """Positive control: at the smallest label fraction the best supervised baseline's test
+    AUPRC is more than twice the lipid share (a random ranker's AUPRC), so the pockets carry a
+    learnable signal and the comparisons are between rankers that use it."""
+    c = min(results["fractions"])
+    share = results["data"]["lipid_share"]
+    best = max(
+        BASELINES, key=lambda a: float(np.mean(list(_metric(results, c, a).values()) or [0]))
+    )
+    auprc = float(np.mean(list(_metric(results, c, best).values()) or [0]))
+    return control(
+        LEARNABLE, "positive", auprc > 2 * share,
+        f"{best} AUPRC {auprc:.3f} at c = {c:g} vs the lipid share {share:.3f}",
+    )  # fmt: skip
+
+
+def verdict(results: dict) -> dict:
+    """The claims' rows, the control they rest on, counts and the package verdict, from
+    ``experiment``'s measurements only."""
     fractions = results["fractions"]
     texts = claims(fractions)
     rows = []
 
     def compare(key, c, a, b, what):
         v, text = _better(_diffs(_metric(results, c, a), _metric(results, c, b)), what)
-        rows.append(claim_row(texts[key], v, text))
+        rows.append(claim_row(texts[key], v, text, [LEARNABLE]))
 
     for c in fractions:
         compare(f"vs_bce@{c:g}", c, "lipopu", "bce", "AUPRC LipoPU - BCE")
@@ -464,15 +490,17 @@ def verdict(results: dict) -> tuple[list[dict], str]:
     c = results["ablation_c"]
     compare("correction", c, "lipopu", "lipopu (no correction)",
             f"AUPRC with - without the correction at c = {c:g}:")  # fmt: skip
-    rows.append(claim_row(texts["prior"], *_prior_row(results)))
+    rows.append(claim_row(texts["prior"], *_prior_row(results), [LEARNABLE]))
     for cat in CATEGORIES:
-        rows.append(claim_row(texts[f"multilabel_{cat}"], *_multilabel_row(results, cat)))
+        rows.append(
+            claim_row(texts[f"multilabel_{cat}"], *_multilabel_row(results, cat), [LEARNABLE])
+        )
     compare("attention", c, "lipopu", "lipopu (mean pooling)",
             f"AUPRC gated attention - mean pooling at c = {c:g}:")  # fmt: skip
     compare("bag", c, "lipopu", "lipopu (descriptors only)",
             f"AUPRC with - without the residue bag at c = {c:g}:")  # fmt: skip
     rows.append(claim_row(texts["case_study"], *_case_row(results["case_study"])))
-    return rows, summarise([r["verdict"] for r in rows])
+    return judge(rows, [learnable_control(results)])
 
 
 def _prior_row(results: dict) -> tuple[str, str]:
@@ -489,12 +517,11 @@ def _prior_row(results: dict) -> tuple[str, str]:
             if arm == "lipopu":
                 verdicts.append(
                     "reproduced" if lo is not None and lo >= -0.02
-                    else "not reproduced" if mean < -0.05 else "partly"
+                    else "not reproduced" if mean < -0.05 else "inconclusive"
                 )  # fmt: skip
     text = f"AUPRC change against the true prior at c = {c:g}: " + ", ".join(parts)
-    if all(v == "reproduced" for v in verdicts):
-        return "reproduced", text
-    return ("not reproduced" if "not reproduced" in verdicts else "partly"), text
+    # every misspecification factor must hold: one clearly hurt refutes the claim
+    return ("not reproduced" if "not reproduced" in verdicts else summarise(verdicts)), text
 
 
 def _multilabel_row(results: dict, cat: str) -> tuple[str, str]:
@@ -571,36 +598,33 @@ def run_demo(cfg: DemoConfig) -> dict:
     out = cfg.out or Path("runs") / "lipopu" / time.strftime("%Y%m%d-%H%M%S")
     t0 = time.perf_counter()
     raw = experiment(cfg)
-    rows, summary = verdict(raw)
-    if cfg.quick:
-        rows, summary = as_smoke(rows)
     metrics = summary_table(raw)
     c = min(raw["fractions"])
     metrics["method"] = metrics[f"lipopu @ c={c:g}"]
     metrics["baseline"] = metrics[f"{_chosen_on_validation(raw, c, BASELINES)} @ c={c:g}"]
     keep = ("data", "runs", "multilabel", "case_study", "fractions", "seeds", "ablation_c",
             "prior_factors")  # fmt: skip
-    results = {
-        "package": "icml26-lipopu",
-        "version": package_version("icml26-lipopu", __file__),
-        "experiment": "SCAR label fractions on SLiPP pockets: BCE / nnPU / PU-AUC / LipoPU on "
+    results = assemble_results(
+        package="icml26-lipopu",
+        version=package_version("icml26-lipopu", __file__),
+        experiment="SCAR label fractions on SLiPP pockets: BCE / nnPU / PU-AUC / LipoPU on "
         "one attention-MIL model, 5 supervised baselines, correction / pooling / bag / prior / "
         "multi-label ablations, 1a28 case study",
-        "claim": "Pocket-centric PU learning with a ranking objective and residue attention "
+        claim="Pocket-centric PU learning with a ranking objective and residue attention "
         "finds lipid-binding pockets better than supervised training that treats unlabeled "
         "pockets as negatives",
-        "headline": headline(raw),
-        "claims": rows,
-        "metrics": metrics,
-        "verdict": summary,
-        "quick": cfg.quick,
-        "seconds": round(time.perf_counter() - t0, 1),
-        "config": {**_jsonable(asdict(cfg)), "command": demo_command("icml26-lipopu", cfg)},
-        "seed": 0,
-        "device": raw["device"],
-        "torch": torch.__version__,
-        **{k: raw[k] for k in keep},
-    }
+        headline=headline(raw),
+        judged=verdict(raw),
+        metrics=metrics,
+        quick=cfg.quick,
+        seconds=time.perf_counter() - t0,
+        config={**_jsonable(asdict(cfg)), "command": demo_command("icml26-lipopu", cfg)},
+        seed=0,
+        device=raw["device"],
+        torch_version=torch.__version__,
+        provenance=provenance(__file__, _data_files(cfg)),
+        measurements={k: raw[k] for k in keep},
+    )
     out.mkdir(parents=True, exist_ok=True)
     plot_study(raw, out / "study.png")
     if "skipped" not in raw["case_study"]:
@@ -608,6 +632,17 @@ def run_demo(cfg: DemoConfig) -> dict:
     write_results(out / "results.json", results)
     _print(results)
     return results
+
+
+def _data_files(cfg: DemoConfig) -> dict[str, Path]:
+    """SLiPP's pocket table and the case-study structure, when the run read them."""
+    out = {}
+    path = cfg.slipp or find_slipp()
+    if path is not None:
+        out[Path(path).name] = Path(path)
+    if cfg.structure is not None:
+        out[Path(cfg.structure).name] = Path(cfg.structure)
+    return out
 
 
 def _jsonable(obj):

@@ -29,7 +29,35 @@ from icml26.fahnes.hypergraph import Hypergraph
 from icml26.fahnes.model import draw_edge_budget, save_folder
 from icml26.fahnes.nets import Denoiser, mlp
 
-__all__ = ["FlatConfig", "FlatModel"]
+__all__ = ["FlatConfig", "FlatModel", "erdos_renyi_like"]
+
+
+def erdos_renyi_like(
+    train: list[Hypergraph], count: int, n: int, seed: int = 0
+) -> list[Hypergraph]:
+    """The trivial generator every graph generator must beat: ``count`` uniform G(n, m) graphs,
+    m drawn from the training graphs' edge counts, node features drawn uniformly in the training
+    features' bounding box (for coordinates: uniform points, no geometry learned)."""
+    if not train or count < 1 or n < 2:
+        raise ValueError(
+            f"need training graphs, count >= 1 and n >= 2; got {len(train)}, {count}, {n}"
+        )
+    rng = np.random.default_rng(seed)
+    pairs = np.array(list(combinations(range(n), 2)))
+    x = train[0].x
+    lo = hi = None
+    if x is not None:
+        lo = torch.stack([h.x.min(0).values for h in train]).min(0).values.numpy()
+        hi = torch.stack([h.x.max(0).values for h in train]).max(0).values.numpy()
+    out = []
+    for _ in range(count):
+        m = min(int(train[rng.integers(len(train))].num_edges), len(pairs))
+        edges = pairs[rng.choice(len(pairs), size=m, replace=False)]
+        feats = None
+        if lo is not None:
+            feats = torch.tensor(rng.uniform(lo, hi, size=(n, len(lo))), dtype=x.dtype)
+        out.append(Hypergraph.from_hyperedges(sorted(map(tuple, edges.tolist())), n, feats))
+    return out
 
 
 @dataclass(frozen=True)

@@ -25,15 +25,17 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.fahnes._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
     package_version,
+    provenance,
     resolve_device,
-    summarise,
     write_results,
 )
-from icml26.fahnes.baselines import FlatConfig, FlatModel
+from icml26.fahnes.baselines import FlatConfig, FlatModel, erdos_renyi_like
 from icml26.fahnes.bench import cost_sweep
 from icml26.fahnes.data import mesh_family, planar_graphs, pyvista_mesh, split
 from icml26.fahnes.metrics import graph_metrics, mesh_metrics
@@ -190,6 +192,12 @@ def experiment(cfg: DemoConfig) -> dict:
     )
     cost_models = {}
     for seed in range(cfg.seeds):
+        # the trivial generator, scored like the models: the floor a learned generator must clear
+        er = erdos_renyi_like(train, cfg.samples, cfg.n, seed=seed + 100)
+        runs.append(
+            {"problem": "planar", "arm": ER, "seed": seed,
+             **graph_metrics(er, train, test, [cfg.n] * cfg.samples)}
+        )  # fmt: skip
         for arm in ("FAHNES", "flat"):
             kind = "fahnes" if arm == "FAHNES" else "flat"
             model, info = _train(kind, train, val, cfg, seed, cfg.steps, f"{arm} planar s{seed}")
@@ -268,16 +276,20 @@ def welch_interval(a: list[float], b: list[float]) -> tuple[float, float, float]
     return diff, diff - t * se, diff + t * se
 
 
-def _compare(runs, problem, key, claim, lower_better=True, log=False, fmt="{:.3g}"):
+def _compare(
+    runs, problem, key, claim, lower_better=True, log=False, fmt="{:.3g}", controls=()
+):  # fmt: skip
     """FAHNES against the flat model on ``key``: reproduced when the 95% interval of FAHNES's
-    advantage lies above 0; otherwise not reproduced, the evidence saying tie or reversed."""
+    advantage lies above 0, not reproduced when below (reversed), inconclusive when it holds 0
+    (a tie)."""
     vals = {arm: [r[key] for r in runs if r["problem"] == problem and r["arm"] == arm and key in r]
             for arm in ("FAHNES", "flat")}  # fmt: skip
     f, b = vals["FAHNES"], vals["flat"]
     if min(len(f), len(b)) < 2:
         return claim_row(
-            claim, "untestable here", f"{min(len(f), len(b))} seed(s); the rule needs >= 2"
-        )
+            claim, "untestable here", f"{min(len(f), len(b))} seed(s); the rule needs >= 2",
+            controls,
+        )  # fmt: skip
     tr = (lambda v: math.log(max(v, 1e-12))) if log else (lambda v: v)
     sign = 1 if lower_better else -1
     adv, lo, hi = welch_interval([sign * -tr(v) for v in f], [sign * -tr(v) for v in b])
@@ -287,13 +299,13 @@ def _compare(runs, problem, key, claim, lower_better=True, log=False, fmt="{:.3g
     elif hi < 0:
         verdict, how = "not reproduced", "reversed: the flat model ahead"
     else:
-        verdict, how = "not reproduced", "a tie (the interval holds 0)"
+        verdict, how = "inconclusive", "a tie (the interval holds 0)"
     ev = (
         f"{key}: FAHNES {fmt.format(np.mean(f))} vs flat {fmt.format(np.mean(b))} (means over "
         f"{len(f)} and {len(b)} seeds); FAHNES's advantage as a {unit}: {adv:+.3g} [{lo:+.3g}, "
         f"{hi:+.3g}] (95% Welch interval): {how} (rule: reproduced if the interval is above 0)"
     )
-    return claim_row(claim, verdict, ev)
+    return claim_row(claim, verdict, ev, controls)
 
 
 def _scaling_row(cost: dict, claim: str) -> dict:
@@ -324,17 +336,65 @@ def _scaling_row(cost: dict, claim: str) -> dict:
     return claim_row(claim, verdict, ev)
 
 
-def verdict(raw: dict) -> tuple[list[dict], str]:
-    """One row per claim (``claims()``), the rules fixed before the full run; and the summary."""
+ER = "Erdős–Rényi G(n, m)"
+STRUCTURE = "both generators beat Erdős–Rényi G(n, m) on the planar structure MMDs"
+COORDINATES = "FAHNES's coordinates beat uniform random points (edge-length MMD)"
+STRUCTURE_MMDS = ("degree", "clustering", "spectral", "orbit")
+
+
+def _seed_mean(runs, problem, arm, key) -> float | None:
+    vals = [r[key] for r in runs if r["problem"] == problem and r["arm"] == arm and key in r]
+    return float(np.mean(vals)) if vals else None
+
+
+def structure_control(runs) -> dict:
+    """Positive control: each generator learned planar structure, i.e. its seed-mean MMD lies
+    below the trivial G(n, m) generator's (the data's edge count, no structure) on at least 3 of
+    the 4 structure MMDs. Below that, FAHNES-vs-flat comparisons compare two failures."""
+    if _seed_mean(runs, "planar", ER, "degree MMD") is None:
+        return control(STRUCTURE, "positive", False, "the Erdős–Rényi arm is not in this run")
+    parts, ok = [], True
+    for arm in ("FAHNES", "flat"):
+        beats = []
+        for k in STRUCTURE_MMDS:
+            a, e = (
+                _seed_mean(runs, "planar", arm, f"{k} MMD"),
+                _seed_mean(runs, "planar", ER, f"{k} MMD"),
+            )
+            if a is not None:
+                beats.append(a < e)
+                parts.append(f"{arm} {k} {a:.3g} vs ER {e:.3g}")
+        ok &= sum(beats) >= 3
+    ref = _seed_mean(runs, "planar", "train set", "degree MMD")
+    floor = "" if ref is None else f"; the data's own floor (train vs test) degree {ref:.3g}"
+    return control(STRUCTURE, "positive", bool(ok), "; ".join(parts) + floor)
+
+
+def coordinates_control(runs) -> dict:
+    """Positive control for the feature row: FAHNES's coordinates are closer to the data's
+    edge lengths than uniform random points (the Erdős–Rényi arm's features)."""
+    key = "edge-length MMD"
+    f, e = _seed_mean(runs, "planar", "FAHNES", key), _seed_mean(runs, "planar", ER, key)
+    if f is None or e is None:
+        return control(COORDINATES, "positive", False, "FAHNES or the Erdős–Rényi arm did not run")
+    return control(
+        COORDINATES, "positive", f < e, f"{key}: FAHNES {f:.3g} vs uniform points {e:.3g}"
+    )
+
+
+def verdict(raw: dict) -> dict:
+    """One row per claim (``claims()``), the controls they rest on, counts and the summary."""
     c = claims()
     runs = raw["runs"]
     rows = [
-        _compare(runs, "planar", f"{k} MMD", c[k], log=True)
-        for k in ("degree", "clustering", "spectral", "orbit")
+        _compare(runs, "planar", f"{k} MMD", c[k], log=True, controls=[STRUCTURE])
+        for k in STRUCTURE_MMDS
     ]
     rows += [
-        _compare(runs, "planar", "V.U.N.", c["validity"], lower_better=False),
-        _compare(runs, "planar", "edge-length MMD", c["features"], log=True),
+        _compare(runs, "planar", "V.U.N.", c["validity"], lower_better=False, controls=[STRUCTURE]),
+        _compare(
+            runs, "planar", "edge-length MMD", c["features"], log=True, controls=[COORDINATES]
+        ),
     ]
     errs = [
         r["node-count error"] for r in runs if r["problem"] == "planar" and r["arm"] == "FAHNES"
@@ -353,7 +413,7 @@ def verdict(raw: dict) -> tuple[list[dict], str]:
     rows.append(_compare(runs, "mesh", "Chamfer", c["mesh"], log=True))
     rows.append(_compare(runs, "mesh", "manifold", c["mesh validity"], lower_better=False))
     rows.append(_scaling_row(raw.get("cost", {}), c["scaling"]))
-    return rows, summarise([r["verdict"] for r in rows])
+    return judge(rows, [structure_control(runs), coordinates_control(runs)])
 
 
 # ---- writing ------------------------------------------------------------------------------------
@@ -363,7 +423,7 @@ def summary_table(runs: list[dict]) -> dict[str, dict[str, float]]:
     """Seed means per (problem, arm) of every numeric metric."""
     out: dict[str, dict[str, float]] = {}
     for problem in ("planar", "mesh"):
-        for arm in ("train set", "FAHNES", "flat"):
+        for arm in ("train set", ER, "FAHNES", "flat"):
             rows = [r for r in runs if r["problem"] == problem and r["arm"] == arm]
             if not rows:
                 continue
@@ -379,43 +439,43 @@ def run_demo(cfg: DemoConfig) -> dict:
     out = cfg.out or Path("runs") / "fahnes" / time.strftime("%Y%m%d-%H%M%S")
     t0 = time.perf_counter()
     raw = experiment(cfg)
-    rows, summary = verdict(raw)
-    if cfg.quick:
-        rows, summary = as_smoke(rows)
     metrics = summary_table(raw["runs"])
     metrics["method"], metrics["baseline"] = metrics["planar FAHNES"], metrics["planar flat"]
     m, b = metrics["method"], metrics["baseline"]
-    results = {
-        "package": "icml26-fahnes",
-        "version": package_version("icml26-fahnes", __file__),
-        "experiment": "featured planar graphs (n = 64, coordinates), a mesh family, and sampling "
-        "cost up to n = 2,048: FAHNES against a flat dense-diffusion model of the same size",
-        "claim": "coarse-to-fine generation with budgets generates featured graphs and hypergraphs "
+    er = metrics.get(f"planar {ER}", {})
+    results = assemble_results(
+        package="icml26-fahnes",
+        version=package_version("icml26-fahnes", __file__),
+        experiment="featured planar graphs (n = 64, coordinates), a mesh family, and sampling "
+        "cost up to n = 2,048: FAHNES against a flat dense-diffusion model of the same size and "
+        "the Erdős–Rényi G(n, m) floor",
+        claim="coarse-to-fine generation with budgets generates featured graphs and hypergraphs "
         "better than one-shot models, with the exact node count, at sub-quadratic cost",
-        "headline": f"planar mean Ratio FAHNES {m['mean ratio']:.3g} vs flat "
-        f"{b['mean ratio']:.3g}; "
+        headline=f"planar degree MMD FAHNES {m['degree MMD']:.3g}, flat {b['degree MMD']:.3g}, "
+        f"Erdős–Rényi {er.get('degree MMD', float('nan')):.3g}; "
         f"V.U.N. {m['V.U.N.']:.2f} vs {b['V.U.N.']:.2f}",
-        "claims": rows,
-        "metrics": metrics,
-        "verdict": summary,
-        "quick": cfg.quick,
-        "seconds": round(time.perf_counter() - t0, 1),
-        "config": {
+        judged=verdict(raw),
+        metrics=metrics,
+        quick=cfg.quick,
+        seconds=time.perf_counter() - t0,
+        config={
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
             "command": demo_command("icml26-fahnes", cfg),
         },
-        "seed": 0,
-        "device": "cpu",
-        "torch": torch.__version__,
-        "runs": raw["runs"],
-        "cost": raw["cost"],
-    }
+        seed=0,
+        device="cpu",
+        torch_version=torch.__version__,
+        provenance=provenance(__file__),  # planar graphs and meshes are generated
+        measurements={"runs": raw["runs"], "cost": raw["cost"]},
+    )
     out.mkdir(parents=True, exist_ok=True)
     write_results(out / "results.json", results)
     plot_samples(raw["keep"], out / "samples.png")
     plot_cost(raw["cost"], out / "cost.png")
     print(f"\nicml26-fahnes {results['version']}: {results['headline']}")
-    for row in rows:
+    for row in results["claims"]:
         print(f"- [{row['verdict']}] {row['claim']}\n    {row['evidence']}")
+    for c in results["controls"]:
+        print(f"- {c['kind']} control {'passed' if c['passed'] else 'FAILED'}: {c['name']}")
     print(f"verdict: {results['verdict']}  ({results['seconds']:.0f} s; {out})")
     return results

@@ -219,8 +219,8 @@ def _end_to_end(t: dict) -> float:
     return rows["(d) stream end to end, eager"]["images/s"] / rows[_batch_arm(t)]["images/s"]
 
 
-NOISE = "timing noise: run-to-run spread of every timed arm below 1.25x"
-MAX_SPREAD = 1.25
+NOISE = "timing noise: run-to-run spread of every timed arm below 1.5x"
+MAX_SPREAD = 1.5
 
 
 def _spread(t: dict) -> float | None:
@@ -283,7 +283,12 @@ def verdict(results: dict) -> dict:
         rows.append(
             claim_row(
                 claims[f"batch cost N={n}"],
-                summarise([_beyond_noise(c, _spread(t), BATCH_COST) for t, c in zip(cells, cost)]),
+                summarise(
+                    [
+                        _beyond_noise(c, _spread(t), BATCH_COST)
+                        for t, c in zip(cells, cost, strict=True)
+                    ]
+                ),
                 "steady stream / batch of N images/s: "
                 + ", ".join(f"{t['model']} {c:.2f}" for t, c in zip(cells, cost, strict=True))
                 + f" ({setting}; rule: >= {BATCH_COST} times the run-to-run spread on every "
@@ -300,7 +305,9 @@ def verdict(results: dict) -> dict:
         rows.append(
             claim_row(
                 claims[f"faster N={n}"],
-                summarise([_beyond_noise(x, _spread(t), 1.0) for t, x in zip(cells, speed)]),
+                summarise(
+                    [_beyond_noise(x, _spread(t), 1.0) for t, x in zip(cells, speed, strict=True)]
+                ),
                 "steady stream / sequential loop images/s: "
                 + ", ".join(f"{t['model']} {s:.2f}x" for t, s in zip(cells, speed, strict=True))
                 + f" ({setting}; rule: above the run-to-run spread on every model); a bulk "

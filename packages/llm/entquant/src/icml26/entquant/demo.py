@@ -34,12 +34,14 @@ import torch
 
 from icml26.entquant import models
 from icml26.entquant._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
     package_version,
+    provenance,
     resolve_device,
-    summarise,
     write_results,
 )
 from icml26.entquant.baselines import BASELINES, gptq_layers, missing_baselines
@@ -284,6 +286,7 @@ def _sweep(cfg: DemoConfig, checkpoints: Path) -> dict:
         per_model[name] = {
             **({"training": asdict(h.training)} if h.training is not None else {}),
             "quantised params": n_params,
+            **({"vocab": int(h.model.config.vocab_size)} if h.distortion_key == "KL" else {}),
             "layers": len(layer_names),
             "distortion": h.distortion_key,
             "rows": rows,
@@ -353,15 +356,43 @@ def _gptq_row(h: _Harness, layer_names: list[str], bits: int) -> tuple[dict, lis
 # --- the verdict: a pure function of the measurements, one row per claim ---
 
 
-def verdict(results: dict) -> tuple[list[dict], str]:
-    """(one claim row per model and baseline rate, speed, data-dependent comparison; summary)."""
+PREDICTS = 10.0
+"""A model that quantisation can damage predicts its text at least this many times better than a
+uniform guess over its vocabulary (perplexity below vocab / PREDICTS)."""
+
+
+def predicts(model: str) -> str:
+    return f"{model} predicts its evaluation text (perplexity < 1/{PREDICTS:g} of uniform)"
+
+
+def predicts_control(model: str, r: dict) -> dict:
+    """Positive control: the original model has learned its evaluation text. KL to an untrained
+    model's outputs is small whatever the quantiser does, so rate-distortion comparisons on such
+    a model show nothing."""
+    ppl, vocab = r["rows"]["original"].get("perplexity"), r.get("vocab")
+    if ppl is None or vocab is None:
+        return control(predicts(model), "positive", False, "perplexity or vocabulary not recorded")
+    return control(
+        predicts(model), "positive", ppl < vocab / PREDICTS,
+        f"original perplexity {ppl:.3g} vs {vocab} for a uniform guess",
+    )  # fmt: skip
+
+
+def verdict(results: dict) -> dict:
+    """One claim row per model and baseline rate, speed, data-dependent comparison; the
+    controls (each model predicts its text), counts and the summary."""
     skipped = results.get("skipped baselines", [])
     claims = [
         row for name, r in results["models"].items() for row in _rate_claims(name, r, skipped)
     ]
     claims += [_speed_claim(results)]
     claims += [row for name, r in results["models"].items() for row in _gptq_claims(name, r)]
-    return claims, summarise([c["verdict"] for c in claims])
+    lms = {n: r for n, r in results["models"].items() if r["distortion"] == "KL"}
+    controls = [predicts_control(name, r) for name, r in lms.items()]
+    # an embedding model (MiniLM) has no perplexity: its rows rest on no control
+    names = {c["name"] for c in controls}
+    claims = [{**c, "controls": [n for n in c["controls"] if n in names]} for c in claims]
+    return judge(claims, controls)
 
 
 def _rate_claims(model: str, r: dict, skipped: list[str] = ()) -> list[dict]:
@@ -374,7 +405,7 @@ def _rate_claims(model: str, r: dict, skipped: list[str] = ()) -> list[dict]:
         return [
             claim_row(
                 f"EntQuant beats the data-free baselines below {LOW_BITS:g} bits/param on {model}",
-                "not reproduced",
+                "untestable here",
                 f"no baseline below {LOW_BITS:g} bits/param was run to compare with",
             )
         ]
@@ -399,6 +430,7 @@ def _rate_claims(model: str, r: dict, skipped: list[str] = ()) -> list[dict]:
                 + ", ".join(f"{k} {v:.3g}" for k, v in rivals.items())
                 + " (rule: the best EntQuant point costing at most that rate has the lowest "
                 f"{key})" + (f"; not run (extra missing): {', '.join(skipped)}" if skipped else ""),
+                [predicts(model)],
             )
         )
     return claims
@@ -466,7 +498,7 @@ def _gptq_claims(model: str, r: dict) -> list[dict]:
     claim = f"EntQuant matches GPTQ (data-dependent) below {LOW_BITS:g} bits/param on {model}"
     if not gptq:  # not measured is not evidence against the claim
         return [claim_row(claim, "untestable here", f"no GPTQ rate below {LOW_BITS:g} bits was "
-                          "run (--gptq)")]  # fmt: skip
+                          "run (--gptq)", [predicts(model)])]  # fmt: skip
     points = [(v["bits/param"], per[k]) for k, v in rows.items() if k.startswith("EntQuant")]
     out = []
     for name, v in sorted(gptq.items(), key=lambda kv: -kv[1]["bits/param"]):
@@ -477,16 +509,20 @@ def _gptq_claims(model: str, r: dict) -> list[dict]:
             out.append(claim_row(text, "untestable here",
                                  f"{rate:.2f} bits lies outside EntQuant's sweep "
                                  f"({min(p[0] for p in points):.2f}-"
-                                 f"{max(p[0] for p in points):.2f} bits)"))  # fmt: skip
+                                 f"{max(p[0] for p in points):.2f} bits)",
+                                 [predicts(model)]))  # fmt: skip
             continue
         ratio, lo, hi, (b0, b1) = got
-        verdict_ = "reproduced" if hi <= MATCH_MARGIN else "not reproduced"
-        why = "" if hi <= MATCH_MARGIN else (" (worse)" if lo > MATCH_MARGIN else " (inconclusive)")
+        verdict_ = ("reproduced" if hi <= MATCH_MARGIN else "not reproduced" if lo > MATCH_MARGIN
+                    else "inconclusive")  # fmt: skip
+        why = {"reproduced": "", "not reproduced": " (worse)", "inconclusive": " (straddles)"}[
+            verdict_
+        ]
         out.append(claim_row(text, verdict_,
             f"EntQuant's {key} at {rate:.2f} bits (interpolated between its {b0:.2f}- and "
             f"{b1:.2f}-bit points) / {name}'s {v[key]:.3g}: x{ratio:.2f} [{lo:.2f}, {hi:.2f}] "
             f"(95% bootstrap over {len(per[name])} evaluation windows; rule: upper end <= "
-            f"{MATCH_MARGIN:g}){why}"))  # fmt: skip
+            f"{MATCH_MARGIN:g}){why}", [predicts(model)]))  # fmt: skip
     return out
 
 
@@ -501,38 +537,35 @@ def run_demo(cfg: DemoConfig) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     measured = experiment(cfg, out / "checkpoints" if cfg.keep_checkpoints else None)
-    claims, summary = verdict(measured)
-    if cfg.quick:
-        claims, summary = as_smoke(claims)
     method_key, base_key = _headline_pair(measured, cfg)
     per_model = measured["models"]
     first = per_model[cfg.models[0]]["rows"]
-    results = {
-        "package": PACKAGE,
-        "version": package_version(PACKAGE, __file__),
-        "experiment": f"rate-distortion of EntQuant ({cfg.qtype}) vs RTN/NF4/HQQ and GPTQ on "
+    results = assemble_results(
+        package=PACKAGE,
+        version=package_version(PACKAGE, __file__),
+        experiment=f"rate-distortion of EntQuant ({cfg.qtype}) vs RTN/NF4/HQQ and GPTQ on "
         + ", ".join(cfg.models),
-        "claim": "EntQuant matches data-dependent methods below 4 bits per parameter and "
+        claim="EntQuant matches data-dependent methods below 4 bits per parameter and "
         "compresses a 70B model in under 10 minutes, without calibration data",
-        "headline": _headline(measured, cfg.models[0], method_key, base_key),
-        "claims": claims,
-        "metrics": {
+        headline=_headline(measured, cfg.models[0], method_key, base_key),
+        judged=verdict(measured),
+        metrics={
             "method": {**first[method_key], "compression params/s": measured[RATE]},
             "baseline": first[base_key],
             **{f"{m} {k}": v for m, r in per_model.items() for k, v in r["rows"].items()},
         },
-        "verdict": summary,
-        "quick": cfg.quick,
-        "seconds": round(time.perf_counter() - start, 2),
-        "config": {
+        quick=cfg.quick,
+        seconds=time.perf_counter() - start,
+        config={
             **json.loads(json.dumps(asdict(cfg), default=str)),
             "command": demo_command(PACKAGE, asked),
         },
-        "seed": cfg.seed,
-        "device": measured["device"],
-        "torch": torch.__version__,
-        **{k: v for k, v in measured.items() if k != "device"},
-    }
+        seed=cfg.seed,
+        device=measured["device"],
+        torch_version=torch.__version__,
+        provenance=provenance(__file__, models.data_files(cfg.models)),
+        measurements={k: v for k, v in measured.items() if k != "device"},
+    )
     write_results(out / "results.json", results)
     from icml26.entquant.plots import plot_rate_distortion
 

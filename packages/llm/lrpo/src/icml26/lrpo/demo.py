@@ -32,10 +32,13 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.lrpo._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
     package_version,
+    provenance,
     resolve_device,
     summarise,
     write_results,
@@ -242,7 +245,7 @@ def _compare(raw: dict, b: str, metric: str, label: str, sign: float = 1.0) -> t
         return "reproduced", text
     if hi < 0:
         return "not reproduced", text + " (LRPO is worse)"
-    return "not reproduced", text + " (a tie: the interval holds 0)"
+    return "inconclusive", text + " (a tie: the interval holds 0)"
 
 
 def _mean(raw: dict, arm: str, metric: str) -> float:
@@ -251,56 +254,26 @@ def _mean(raw: dict, arm: str, metric: str) -> float:
 
 
 def _either(raw: dict, arms: tuple[str, str], metric: str, label: str) -> tuple[str, str]:
-    """LRPO vs two baselines of one claim: reproduced if it beats both, partly if one."""
+    """LRPO vs two baselines of one claim: reproduced if it beats both, partly if one, not
+    reproduced if it loses to both, inconclusive otherwise (ties)."""
     parts = [_compare(raw, b, metric, label) for b in arms]
-    tested = [v for v, _ in parts if v != "untestable here"]
-    if not tested:
-        v = "untestable here"
-    elif len(tested) == len(arms) and all(v == "reproduced" for v in tested):
-        v = "reproduced"
-    elif any(v == "reproduced" for v in tested):
-        v = "partly"
+    verdicts = [v for v, _ in parts]
+    if "untestable here" in verdicts and any(v != "untestable here" for v in verdicts):
+        verdicts = [v for v in verdicts if v != "untestable here"]
+        v = "partly" if "reproduced" in verdicts else summarise(verdicts)
     else:
-        v = "not reproduced"
+        v = summarise(verdicts)
     return v, "; ".join(e for _, e in parts)
 
 
-def grpo_is_inert(raw: dict) -> bool:
-    """True when every arm's held-out accuracy stays within noise of the pretrained start
-    (every paired 95% interval holds 0): RL did not move the policy, so no routing can show."""
-    moved = []
-    for arm, runs in raw["runs"].items():
-        if arm == "pretrained" or not runs:
-            continue
-        _, lo, hi = paired_interval(_diffs(raw, arm, "pretrained", "accuracy"))
-        moved.append(lo is not None and (lo > 0 or hi < 0))
-    return bool(moved) and not any(moved)
-
-
-def verdict(raw: dict) -> tuple[list[dict], str]:
-    """One row per claim of :func:`claims`; the package verdict summarises the rows."""
-    c = claims()
-    acc = "mean accuracy"
-    rows = [
-        claim_row(c["vs_original"], *_compare(raw, "original", "accuracy", acc)),
-        claim_row(c["worst_language"],
-                  *_compare(raw, "original", "worst_language", "worst-language accuracy")),
-        claim_row(c["vs_fixed"], *_either(raw, ("uniform", "english"), "accuracy", acc)),
-        claim_row(c["vs_bandits"], *_either(raw, ("ucb", "exp3"), "accuracy", acc)),
-    ]  # fmt: skip
-    if grpo_is_inert(raw):
-        note = (" GRPO left every arm's held-out accuracy within noise of the pretrained start, "
-                "so routing cannot show at this budget.")  # fmt: skip
-        rows = [claim_row(r["claim"], "untestable here", r["evidence"] + ";" + note) for r in rows]
-    rows.append(claim_row(c["signal"], *_compare(
-        raw, "original", "zero_variance", "share of groups all correct or all wrong (lower is "
-        "better; difference = original - LRPO)", sign=-1.0)))  # fmt: skip
-    return rows, summarise([r["verdict"] for r in rows])
+GRPO_LEARNS = "original-language GRPO improves on the pretrained policy"
+PLANTED = "LRPO's router finds the informative languages of a planted bandit"
 
 
 def rl_effect_check(raw: dict) -> dict:
-    """Does GRPO move held-out accuracy at all at this budget? Original-language GRPO vs the
-    pretrained start, paired over seeds: a routing comparison means little when no arm moves."""
+    """Positive control: does GRPO move held-out accuracy at all at this budget?
+    Original-language GRPO vs the pretrained start, paired over seeds: a routing comparison
+    means little when RL itself does not improve the policy."""
     parts, passed = [], False
     for arm in raw["runs"]:
         if arm == "pretrained" or not raw["runs"][arm]:
@@ -312,6 +285,43 @@ def rl_effect_check(raw: dict) -> dict:
             passed = True
     return {"passed": passed, "evidence": "held-out accuracy minus the pretrained start's "
             "(95% CI over seeds): " + "; ".join(parts)}  # fmt: skip
+
+
+def planted_check(raw: dict) -> dict:
+    planted = raw["planted"]
+    return {
+        "passed": bool(planted["passed"]),
+        "evidence": f"LRPO's router puts {planted['lrpo_min_mass']:.2f} (lowest topic) of its "
+        f"probability on the 2 informative languages of 8 after {planted['steps']} steps "
+        f"(uniform 0.25; threshold {PLANTED_MASS}); UCB "
+        f"{min(planted['routers']['ucb']['mass'].values()):.2f}, EXP3 "
+        f"{min(planted['routers']['exp3']['mass'].values()):.2f}",
+    }
+
+
+def verdict(raw: dict) -> dict:
+    """One row per claim of :func:`claims`, the controls they rest on, counts and summary.
+
+    The accuracy rows rest on GRPO improving the pretrained policy (else no routing can show);
+    the router rows also on the planted bandit (the router can find informative languages).
+    """
+    c = claims()
+    acc = "mean accuracy"
+    rows = [
+        claim_row(c["vs_original"], *_compare(raw, "original", "accuracy", acc), [GRPO_LEARNS]),
+        claim_row(c["worst_language"],
+                  *_compare(raw, "original", "worst_language", "worst-language accuracy"),
+                  [GRPO_LEARNS]),
+        claim_row(c["vs_fixed"], *_either(raw, ("uniform", "english"), "accuracy", acc),
+                  [GRPO_LEARNS, PLANTED]),
+        claim_row(c["vs_bandits"], *_either(raw, ("ucb", "exp3"), "accuracy", acc),
+                  [GRPO_LEARNS, PLANTED]),
+        claim_row(c["signal"], *_compare(
+            raw, "original", "zero_variance", "share of groups all correct or all wrong (lower "
+            "is better; difference = original - LRPO)", sign=-1.0)),
+    ]  # fmt: skip
+    checks = [(GRPO_LEARNS, rl_effect_check(raw)), (PLANTED, planted_check(raw))]
+    return judge(rows, [control(n, "positive", c["passed"], c["evidence"]) for n, c in checks])
 
 
 def summary_table(raw: dict) -> dict[str, dict[str, float]]:
@@ -358,46 +368,28 @@ def run_demo(cfg: DemoConfig) -> dict:
     out = cfg.out or Path("runs") / "lrpo" / time.strftime("%Y%m%d-%H%M%S")
     t0 = time.perf_counter()
     raw = experiment(cfg)
-    rows, summary = verdict(raw)
-    if cfg.quick:
-        rows, summary = as_smoke(rows)
     metrics = summary_table(raw)
     metrics["method"] = metrics[ARM_NAMES["lrpo"]]
     metrics["baseline"] = metrics.get(ARM_NAMES["original"], metrics["pretrained"])
-    planted = raw["planted"]
-    results = {
-        "package": "icml26-lrpo",
-        "version": package_version("icml26-lrpo", __file__),
-        "experiment": "character GPT on multilingual arithmetic/counting; GRPO with original-"
+    results = assemble_results(
+        package="icml26-lrpo",
+        version=package_version("icml26-lrpo", __file__),
+        experiment="character GPT on multilingual arithmetic/counting; GRPO with original-"
         "language, uniform, UCB, EXP3 and LRPO routing at one rollout budget; held-out accuracy "
         "answered in each question's own language",
-        "claim": "adaptive routing improves multilingual performance at a fixed rollout budget",
-        "headline": headline(raw),
-        "claims": rows,
-        "checks": {
-            "grpo_improves_on_pretraining": rl_effect_check(raw),
-            "planted_bandit": {
-                "passed": planted["passed"],
-                "evidence": f"LRPO's router puts {planted['lrpo_min_mass']:.2f} (lowest topic) "
-                f"of its probability on the 2 informative languages of 8 after {planted['steps']} "
-                f"steps (uniform 0.25; threshold {PLANTED_MASS}); UCB "
-                f"{min(planted['routers']['ucb']['mass'].values()):.2f}, EXP3 "
-                f"{min(planted['routers']['exp3']['mass'].values()):.2f}",
-            },
-        },
-        "metrics": metrics,
-        "verdict": summary,
-        "quick": cfg.quick,
-        "seconds": round(time.perf_counter() - t0, 1),
-        "config": {**_jsonable(asdict(cfg)), "command": demo_command("icml26-lrpo", cfg)},
-        "seed": 0,
-        "device": raw["device"],
-        "torch": torch.__version__,
-        "parameters": raw["parameters"],
-        "n_test": raw["n_test"],
-        "runs": raw["runs"],
-        "planted": planted,
-    }
+        claim="adaptive routing improves multilingual performance at a fixed rollout budget",
+        headline=headline(raw),
+        judged=verdict(raw),
+        metrics=metrics,
+        quick=cfg.quick,
+        seconds=time.perf_counter() - t0,
+        config={**_jsonable(asdict(cfg)), "command": demo_command("icml26-lrpo", cfg)},
+        seed=0,
+        device=raw["device"],
+        torch_version=torch.__version__,
+        provenance=provenance(__file__),  # questions are generated from templates in data.py
+        measurements={k: raw[k] for k in ("parameters", "n_test", "runs", "planted")},
+    )
     out.mkdir(parents=True, exist_ok=True)
     plot_study(results, out / "study.png")
     write_results(out / "results.json", results)
@@ -422,6 +414,7 @@ def _print(results: dict) -> None:
         print(f"{arm:26s}{cells}")
     for row in results["claims"]:
         print(f"- [{row['verdict']}] {row['claim']}\n    {row['evidence']}")
-    for name, check in results["checks"].items():
-        print(f"- check {name}: {'passed' if check['passed'] else 'FAILED'}: {check['evidence']}")
+    for c in results["controls"]:
+        print(f"- {c['kind']} control {'passed' if c['passed'] else 'FAILED'}: {c['name']}: "
+              f"{c['evidence']}")  # fmt: skip
     print(f"verdict: {results['verdict']}  ({results['seconds']:.0f} s)")

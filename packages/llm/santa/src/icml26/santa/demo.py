@@ -31,9 +31,12 @@ from tqdm.auto import tqdm
 
 from icml26.kernels.santa import MODES, expected_output, santa_decode
 from icml26.santa._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
+    provenance,
     resolve_device,
     summarise,
     write_results,
@@ -369,9 +372,11 @@ def _free_running(model, prompts: torch.Tensor, cfg: "DemoConfig", bar) -> dict:
     prefixes."""
     L = prompts.shape[1]
     S, block_n = operating_point(L, cfg.draws_per_tile)
-    per = {"dense": {"nll": [], "tokens": []}} | {
+    per = {"dense": {"nll": [], "tokens": []}, "floor": []} | {
         m: {"agreement": [], "kl": [], "nll": [], "same prefix": [], "read": []} for m in cfg.modes
     }
+    # the agreement noise floor: dense attention against itself in bf16, scored like a mode
+    half = copy.deepcopy(model).to(torch.bfloat16)
     b = _decode_batch(L)
     for start in range(0, len(prompts), b):
         ids = prompts[start : start + b].to(model.device)
@@ -380,6 +385,10 @@ def _free_running(model, prompts: torch.Tensor, cfg: "DemoConfig", bar) -> dict:
         own = dense_logp.gather(-1, dense_tokens[..., None])[..., 0]
         per["dense"]["nll"] += (-own).mean(-1).tolist()
         per["dense"]["tokens"] += dense_tokens.tolist()
+        h_tokens, h_logp = _greedy(half, _prefill(half, ids[:, :-1]), last, cfg.free_tokens)
+        kw = {_cache_kw(model): copy.deepcopy(cache0)}
+        ref = model(torch.cat([last, h_tokens[:, :-1]], 1), use_cache=True, **kw).logits.float()
+        per["floor"] += (h_logp.argmax(-1) == ref.argmax(-1)).double().mean(-1).tolist()
         bar.update(1)
         for i, mode in enumerate(cfg.modes):
             seed = (cfg.seed * 1000 + start) * 100_000 + i * 10_000
@@ -403,6 +412,7 @@ def _free_running(model, prompts: torch.Tensor, cfg: "DemoConfig", bar) -> dict:
     out = {"S": S, "block_n": block_n, "prompts": len(prompts), "free tokens": cfg.free_tokens}
     dense_ppl = bootstrap_mean(per["dense"]["nll"])
     out["dense"] = {"perplexity": _exp(dense_ppl), "nll per prompt": per["dense"]["nll"]}
+    out["noise floor"] = {"agreement": bootstrap_mean(per["floor"]), "per prompt": per["floor"]}
     for mode in cfg.modes:
         r = per[mode]
         gap = np.asarray(r["nll"]) - np.asarray(per["dense"]["nll"])
@@ -646,13 +656,47 @@ def experiment(cfg: DemoConfig, out: Path) -> dict:
 # --- the verdict: a pure function of the measurements, one row per claim ---
 
 
-def verdict(results: dict) -> tuple[list[dict], str]:
-    """(claim rows, the package verdict that summarises them). Rules, per mode:
+NOISE_FLOOR = "dense decode's own agreement noise floor sits above the agreement threshold"
+NEEDLE_FOUND = "dense decode finds the planted needle in at least one (length, depth) cell"
+
+
+def noise_floor_control(decode: dict) -> dict:
+    """Null control for the agreement threshold: dense attention against itself at another
+    precision (bf16 vs fp32, same prompts) must agree above AGREEMENT, or a 99% rule reads
+    numerical noise. Fails when the floor was not measured in the run."""
+    floors = {L: r.get("noise floor") for L, r in decode.items()}
+    if any(f is None for f in floors.values()):
+        return control(
+            NOISE_FLOOR, "null", False,
+            "not measured in this run (dense bf16 vs dense fp32 agreement on the same prompts)",
+        )  # fmt: skip
+    low = min(f["agreement"]["lo"] for f in floors.values())
+    parts = ", ".join(f"{L}: {f['agreement']['mean']:.1%}" for L, f in floors.items())
+    return control(
+        NOISE_FLOOR, "null", low >= AGREEMENT,
+        f"dense bf16 vs fp32 agreement {parts}; lowest interval end {low:.1%} (threshold "
+        f"{AGREEMENT:.0%})",
+    )  # fmt: skip
+
+
+def needle_control(needle: dict) -> dict:
+    """Positive control of the needle rows: the dense model retrieves the needle at all."""
+    found = {k: c["dense"]["found"] for k, c in needle.items()}
+    ok = [k for k, c in needle.items() if c["dense"]["found"] >= c["trials"] / 2]
+    return control(
+        NEEDLE_FOUND, "positive", bool(ok),
+        f"dense finds at least half the needles in {len(ok)}/{len(needle)} cells "
+        f"({sum(found.values())} found in all)",
+    )  # fmt: skip
+
+
+def verdict(results: dict) -> dict:
+    """Claim rows, the controls they rest on, counts and the summary. Rules, per mode:
 
     - decodes like dense: at every decode context, the free-running greedy agreement's 95%
       interval lies at or above AGREEMENT and the teacher-forced perplexity ratio's at or below
-      PPL_RATIO ("not reproduced" if an interval lies wholly on the wrong side, "partly" if an
-      interval straddles a threshold);
+      PPL_RATIO ("not reproduced" if an interval lies wholly on the wrong side at some context,
+      "inconclusive" if one straddles a threshold; rests on the agreement noise floor);
     - needle: in every (length, depth) cell where dense decode finds at least half the needles,
       at most NEEDLE_SLACK fewer successes than dense ("untestable here" with no such cell);
     and for the estimators the paper calls unbiased (systematic, tile_fixed): the exact bias
@@ -662,11 +706,13 @@ def verdict(results: dict) -> tuple[list[dict], str]:
     """
     modes = results["modes"]
     claims = [_decode_claim(mode, results["decode"], results["perplexity"]) for mode in modes]
+    controls = [noise_floor_control(results["decode"])]
     if results["needle"]:
         claims += [_needle_claim(mode, results["needle"]) for mode in modes]
+        controls.append(needle_control(results["needle"]))
     claims += [_bias_claim(mode, results["estimator"]) for mode in modes if mode in UNBIASED]
     claims.append(_speed_claim(results.get("device", "cpu")))
-    return claims, summarise([c["verdict"] for c in claims])
+    return judge(claims, controls)
 
 
 def _decode_claim(mode: str, decode: dict, perplexity: dict) -> dict:
@@ -679,7 +725,7 @@ def _decode_claim(mode: str, decode: dict, perplexity: dict) -> dict:
         elif a["hi"] < AGREEMENT or ppl["lo"] > PPL_RATIO:
             verdicts.append("not reproduced")
         else:
-            verdicts.append("partly")
+            verdicts.append("inconclusive")
         parts.append(
             f"{L} tokens (S={r['S']}, {r['block_n']}-key tiles): agreement {a['mean']:.1%} "
             f"[{a['lo']:.1%}, {a['hi']:.1%}], KL {kl['mean']:.2g}, teacher-forced perplexity "
@@ -687,13 +733,8 @@ def _decode_claim(mode: str, decode: dict, perplexity: dict) -> dict:
             f"{r[mode]['read fraction']:.1%} of V rows read"
         )
     n, t = next(iter(decode.values())), next(iter(perplexity.values()))
-    worst = (
-        "not reproduced"
-        if "not reproduced" in verdicts
-        else "partly"
-        if "partly" in verdicts
-        else "reproduced"
-    )
+    # every context must hold: one context wholly on the wrong side refutes the claim
+    worst = "not reproduced" if "not reproduced" in verdicts else summarise(verdicts)
     return claim_row(
         f"SANTA ({mode}, ~16 draws per tile) decodes like dense attention while reading a "
         "fraction of the value rows",
@@ -703,6 +744,7 @@ def _decode_claim(mode: str, decode: dict, perplexity: dict) -> dict:
         + "; ".join(parts)
         + f" (rule: agreement interval >= {AGREEMENT:.0%} and perplexity-ratio interval <= "
         f"{PPL_RATIO} at every context)",
+        [NOISE_FLOOR],
     )
 
 
@@ -719,9 +761,9 @@ def _needle_claim(mode: str, needle: dict) -> dict:
         f"in such a cell: {max(short.values(), default=0)} (rule: at most {NEEDLE_SLACK} fewer)"
     )
     if not testable:
-        return claim_row(claim, "untestable here", evidence)
+        return claim_row(claim, "untestable here", evidence, [NEEDLE_FOUND])
     held = max(short.values()) <= NEEDLE_SLACK
-    return claim_row(claim, "reproduced" if held else "not reproduced", evidence)
+    return claim_row(claim, "reproduced" if held else "not reproduced", evidence, [NEEDLE_FOUND])
 
 
 def _bias_claim(mode: str, estimator: dict) -> dict:
@@ -769,44 +811,53 @@ def run_demo(cfg: DemoConfig) -> dict:
         key: {n: wilson(c[n]["found"], c["trials"]) for n in ["dense", *cfg.modes]}
         for key, c in measured["needle"].items()
     }  # 95% Wilson intervals of each cell's success rate
-    claims, summary = verdict(measured)
-    if cfg.quick:
-        claims, summary = as_smoke(claims)
-    results = {
-        "package": PACKAGE,
-        "version": _version(),
-        "experiment": f"{cfg.model}: ~{cfg.draws_per_tile} draws per tile; free-running decode "
+    command = demo_command(PACKAGE, asked, skip=("out", "resume"))
+    # parts reused from an earlier run (--resume) are listed with the time they took then
+    parts = [
+        {"command": f"{command} --resume", "part": name, "seconds": secs}
+        for name, secs in measured["reused parts"].items()
+    ]
+    results = assemble_results(
+        package=PACKAGE,
+        version=_version(),
+        experiment=f"{cfg.model}: ~{cfg.draws_per_tile} draws per tile; free-running decode "
         f"at {list(cfg.decode_contexts)} tokens ({cfg.prompts} prompts x {cfg.free_tokens}, "
         f"and {cfg.perplexity_tokens} teacher-forced true tokens); "
         f"needles at {list(cfg.needle_lengths)} x depths {list(cfg.needle_depths)} "
         f"({cfg.needle_trials} trials); estimator at {list(cfg.capture_contexts)}",
-        "claim": "sampled value aggregation matches dense decode accuracy while reading a "
+        claim="sampled value aggregation matches dense decode accuracy while reading a "
         "fraction of the value rows",
-        "headline": _headline(cfg.model, measured),
-        "claims": claims,
-        "metrics": _metrics(measured),
-        "verdict": summary,
-        "quick": cfg.quick,
+        headline=_headline(cfg.model, measured),
+        judged=verdict(measured),
+        metrics=_metrics(measured),
+        quick=cfg.quick,
         # this run, plus the recorded time of the parts it reused from an earlier one
-        "seconds": round(
-            time.perf_counter() - start + sum(v or 0 for v in measured["reused parts"].values()),
-            2,
-        ),
-        "config": {
-            **json.loads(json.dumps(asdict(cfg), default=str)),
-            "command": demo_command(PACKAGE, asked, skip=("out", "resume")),
-        },
-        "seed": cfg.seed,
-        "device": measured["device"],
-        "torch": torch.__version__,
-        **{k: v for k, v in measured.items() if k != "device"},
-    }
+        seconds=time.perf_counter()
+        - start
+        + sum(v or 0 for v in measured["reused parts"].values()),
+        config={**json.loads(json.dumps(asdict(cfg), default=str)), "command": command},
+        seed=cfg.seed,
+        device=measured["device"],
+        torch_version=torch.__version__,
+        provenance=provenance(__file__, _data_files(cfg), parts),
+        measurements={k: v for k, v in measured.items() if k != "device"},
+    )
     write_results(out / "results.json", results)
     from icml26.santa.plots import plot_results
 
     plot_results(measured, out / "santa.png")
     _print(results, out)
     return results
+
+
+def _data_files(cfg: "DemoConfig") -> dict[str, Path]:
+    """The model file the demo read (SmolLM2's GGUF); the tiny model and its tokens are made
+    from the seed. The corpus is the interpreter's own pydoc topics and stdlib sources."""
+    if cfg.model != "smollm2":
+        return {}
+    from icml26.santa.model import GGUF_FILE, smollm2_path
+
+    return {GGUF_FILE: smollm2_path() / GGUF_FILE}
 
 
 def _metrics(m: dict) -> dict:

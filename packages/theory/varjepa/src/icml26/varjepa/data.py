@@ -100,6 +100,15 @@ def load_table(name: str) -> Table:
     return TABLES[name][0]()
 
 
+def table_fingerprint(table: Table) -> str:
+    """``sha256:<hex>`` of a table's rows and labels as CSV text: what a results file records of
+    the data it was measured on (the bundled tables come from package data, not one file)."""
+    import hashlib
+
+    text = table.features.to_csv(index=False) + "\n" + ",".join(map(str, np.asarray(table.target)))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
 def table_from_frame(frame: pd.DataFrame, target: str, task: Task | None = None) -> Table:
     """A user's DataFrame as a Table: ``target`` names the label column; the task is
     classification for non-float targets or floats with <= 20 distinct integer values."""

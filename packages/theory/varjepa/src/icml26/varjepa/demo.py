@@ -30,11 +30,13 @@ from scipy import stats as sps
 from tqdm.auto import tqdm
 
 from icml26.varjepa._results import (
-    as_smoke,
+    assemble_results,
     claim_row,
+    control,
     demo_command,
+    judge,
+    provenance,
     resolve_device,
-    summarise,
     write_results,
 )
 from icml26.varjepa.baselines import fit_probe, gbdt_frame, raw_design, selection_score
@@ -331,19 +333,39 @@ def _side(lo: float, hi: float) -> str:
     return "better" if lo > 0 else "worse" if hi < 0 else "tie"
 
 
-def verdict(results: dict) -> tuple[list[dict], str]:
-    """One row per claim (``CLAIMS``); each judged per table over the seeds with paired 95%
-    t-intervals (test macro-F1 unless said otherwise):
+TRAINED = "pretraining beats the untrained architecture (Var-T-JEPA or T-JEPA vs init)"
+
+
+def trained_control(results: dict) -> dict:
+    """Positive control: a pretrained encoder (Var-T-JEPA or the stronger T-JEPA) probes better
+    than the same architecture at initialisation (paired interval above 0) on at least half the
+    tables. Otherwise pretraining did not learn anything a comparison between objectives could
+    show."""
+    tables = _by_dataset(results)
+    parts, ahead = [], 0
+    for name, runs in tables.items():
+        best = max(("Var-T-JEPA", "best T-JEPA"), key=lambda a: _paired(runs, a, INIT)[1])
+        m, lo, hi = _paired(runs, best, INIT)
+        ahead += lo > 0
+        parts.append(_fmt(f"{name} {best} - init", m, lo, hi))
+    ok = ahead * 2 >= len(tables)
+    return control(TRAINED, "positive", ok, f"{'; '.join(parts)}; ahead on {ahead}/{len(tables)}")
+
+
+def verdict(results: dict) -> dict:
+    """One row per claim (``CLAIMS``) and the controls they rest on; each judged per table over
+    the seeds with paired 95% t-intervals (test macro-F1 unless said otherwise):
 
     - improves: Var-T-JEPA - the stronger T-JEPA variant (with or without [REG], chosen per run
       on validation). A table is better / worse when the interval excludes 0, a tie otherwise.
-      Reproduced: better on at least half the tables and worse on none; not reproduced: better
-      on none, or worse on at least as many as better; partly otherwise.
+      Reproduced: better on at least half the tables and worse on none; inconclusive: ties on
+      every table; not reproduced: better on none, or worse on at least as many as better;
+      partly otherwise. Rests on the pretraining control.
     - competitive: Var-T-JEPA - the best raw-feature baseline (chosen on validation), a
       non-inferiority test with margin COMPETITIVE_MARGIN: competitive when the interval's lower
       end is >= -margin, behind when the mean is below -margin, inconclusive otherwise.
-      Reproduced: competitive everywhere; not reproduced: behind on at least half; partly
-      otherwise.
+      Reproduced: competitive everywhere; not reproduced: behind on at least half;
+      inconclusive: competitive nowhere; partly otherwise. Rests on the pretraining control.
     - no_heuristics: per table, not collapsed (final RankMe >= RANK_KEEP x its RankMe at
       initialisation and the final KL(q(z_C | x_C) || N(0, I)) >= MIN_KL nats per row, at every
       seed: the posterior has not collapsed to the prior) and meaningful (minus its own
@@ -368,6 +390,8 @@ def verdict(results: dict) -> tuple[list[dict], str]:
     better, worse = sides.count("better"), sides.count("worse")
     if better >= n / 2 and worse == 0:
         v = "reproduced"
+    elif better == worse == 0:
+        v = "inconclusive"
     elif better == 0 or worse >= better:
         v = "not reproduced"
     else:
@@ -379,6 +403,7 @@ def verdict(results: dict) -> tuple[list[dict], str]:
             "test macro-F1 Var-T-JEPA - the stronger T-JEPA (with / without [REG], chosen on "
             f"validation), paired over seeds, 95% t-interval: {'; '.join(parts)}; better on "
             f"{better}/{n}, worse on {worse}/{n} (rule: better on >= half, worse on none)",
+            [TRAINED],
         )
     )
 
@@ -392,7 +417,10 @@ def verdict(results: dict) -> tuple[list[dict], str]:
         kinds = sorted({_entry(r, "best raw")["kind"] for r in runs})
         parts.append(_fmt(name, m, lo, hi) + f" vs {'/'.join(kinds)} ({status[-1]})")
     comp, behind = status.count("competitive"), status.count("behind")
-    v = "reproduced" if comp == n else "not reproduced" if behind >= n / 2 else "partly"
+    v = (
+        "reproduced" if comp == n else "not reproduced" if behind >= n / 2
+        else "partly" if comp else "inconclusive"
+    )  # fmt: skip
     rows.append(
         claim_row(
             CLAIMS["competitive"],
@@ -400,6 +428,7 @@ def verdict(results: dict) -> tuple[list[dict], str]:
             "test macro-F1 Var-T-JEPA - best raw-feature baseline (chosen on validation), 95% "
             f"t-interval: {'; '.join(parts)}; competitive on {comp}/{n}, behind on {behind}/{n} "
             f"(rule: lower end >= -{COMPETITIVE_MARGIN} on every table)",
+            [TRAINED],
         )
     )
 
@@ -466,7 +495,7 @@ def verdict(results: dict) -> tuple[list[dict], str]:
             f"{passed}/{n} (rule: both 95% intervals above 0 and 0.5 on every table)",
         )
     )
-    return rows, summarise([r["verdict"] for r in rows])
+    return judge(rows, [trained_control(results)])
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -518,32 +547,29 @@ def run_demo(cfg: DemoConfig) -> dict:
     out = cfg.out or Path("runs") / "varjepa" / datetime.now().strftime("%Y%m%d-%H%M%S")
     start = time.perf_counter()
     measured = experiment(cfg)
-    claims, summary = verdict(measured)
-    if cfg.quick:
-        claims, summary = as_smoke(claims)
     run = cfg.resolved()
-    results = {
-        "package": PACKAGE,
-        "version": _version(),
-        "experiment": f"Var-T-JEPA vs T-JEPA (with / without [REG]) vs raw-feature baselines on "
+    results = assemble_results(
+        package=PACKAGE,
+        version=_version(),
+        experiment=f"Var-T-JEPA vs T-JEPA (with / without [REG]) vs raw-feature baselines on "
         f"{', '.join(run.datasets)}; {len(run.seeds)} seed(s), {run.steps} pretraining steps",
-        "claim": "Var-T-JEPA improves over T-JEPA and stays competitive with strong raw-feature "
+        claim="Var-T-JEPA improves over T-JEPA and stays competitive with strong raw-feature "
         "baselines, without anti-collapse heuristics, with uncertainty in latent space",
-        "headline": _headline(measured),
-        "claims": claims,
-        "metrics": _metrics(measured),
-        "verdict": summary,
-        "quick": cfg.quick,
-        "seconds": round(time.perf_counter() - start, 2),
-        "config": {
+        headline=_headline(measured),
+        judged=verdict(measured),
+        metrics=_metrics(measured),
+        quick=cfg.quick,
+        seconds=time.perf_counter() - start,
+        config={
             **json.loads(json.dumps(asdict(run), default=str)),
             "command": demo_command("icml26-varjepa", cfg),
         },
-        "seed": run.seeds[0],
-        "device": measured["device"],
-        "torch": torch.__version__,
-        **{k: v for k, v in measured.items() if k != "device"},
-    }
+        seed=run.seeds[0],
+        device=measured["device"],
+        torch_version=torch.__version__,
+        provenance=_provenance(run),
+        measurements={k: v for k, v in measured.items() if k != "device"},
+    )
     write_results(out / "results.json", results)
     from icml26.varjepa.plots import plot_probes, plot_rankme, plot_uncertainty
 
@@ -552,6 +578,15 @@ def run_demo(cfg: DemoConfig) -> dict:
     plot_uncertainty(results, out / "uncertainty.png")
     _print_summary(results, out)
     return results
+
+
+def _provenance(run) -> dict:
+    """The code's commit and a fingerprint of every table the run read."""
+    from icml26.varjepa.data import load_table, table_fingerprint
+
+    prov = provenance(__file__)
+    prov["data"].update({name: table_fingerprint(load_table(name)) for name in run.datasets})
+    return prov
 
 
 def _print_summary(results: dict, out: Path) -> None:
