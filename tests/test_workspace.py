@@ -228,6 +228,28 @@ def test_root_readme_table_is_generated_from_the_committed_results():
     )
 
 
+@pytest.mark.parametrize("m", METHOD_PACKAGES, ids=lambda m: m.name)
+def test_package_readme_rows_are_generated_from_the_committed_results(m):
+    text = (m.path / "README.md").read_text()
+    expected = reproduce.replace_package_rows(text, reproduce.package_rows(m))
+    assert text == expected, (
+        f"{m.rel}/README.md's block of rows differs from its committed results files: run "
+        "`uv run tools/reproduce.py --table`"
+    )
+
+
+@pytest.mark.parametrize("m", METHOD_PACKAGES, ids=lambda m: m.name)
+def test_committed_results_carry_provenance_and_rows_resting_on_controls(m):
+    for path in reproduce.committed_results(m):
+        results = reproduce.CONTRACT.load_results(path)
+        prov = results["provenance"]
+        assert prov["commit"] != "unknown", f"{path}: the code's commit was not recorded"
+        parts = [p["command"] for p in prov["parts"]]
+        assert all(c.startswith((m.scripts[0], "uv run tools/")) for c in parts), (
+            f"{path}: every part must name the command that made it, got {parts}"
+        )
+
+
 def test_results_contract_copies_match_the_toolkit():
     expected = sync_results.expected_copy()
     drifted = [p for p in sync_results.copy_paths() if not p.is_file() or p.read_text() != expected]
@@ -243,6 +265,13 @@ def test_demo_has_experiment_and_a_tested_verdict_function(m):
     assert {"experiment", "verdict"} <= defined, f"{demo}: needs experiment() and verdict()"
     tests = "".join(p.read_text() for p in (m.path / "tests").glob("test_*.py"))
     assert re.search(r"\bverdict\(", tests), f"{m.name}: no test calls verdict()"
+    assert re.search(r"def test_null_world", tests), (
+        f"{m.name}: no null-world verdict test (numbers equal to a baseline's, with noise, that "
+        "must not read reproduced)"
+    )
+    assert "judge(" in demo.read_text() or "judge," in demo.read_text(), (
+        f"{demo}: verdict() must go through the contract's judge() (controls, counts)"
+    )
 
 
 @pytest.mark.parametrize("m", METHOD_PACKAGES, ids=lambda m: m.name)

@@ -16,7 +16,6 @@ stored rows differ from what its verdict() gives now.
 
 import argparse
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _workspace import ROOT, members
-from reproduce import UV, committed_results
+from reproduce import UV, _uv_env, committed_results
 
 COMMAND = "uv run tools/rejudge.py"
 
@@ -57,10 +56,10 @@ def _commit_of(path: Path) -> str:
 
 def rejudge(paths: list[Path], module: str, package: str, check: bool) -> list[str]:
     """Recompute the rows of ``paths`` with ``module``'s verdict(); return what differs."""
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    # reproduce.py's own environment folder: --exact never touches the developer's .venv
     cmd = [UV, "run", "--locked", "--exact", "--all-extras", "--package", package, "python"]
     cmd += ["-c", _ONE, module, "check" if check else "write", *map(str, paths)]
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=ROOT, env=_uv_env(), capture_output=True, text=True)
     marker = [line for line in done.stdout.splitlines() if line.startswith("@@REJUDGE@@")]
     if done.returncode != 0 or not marker:
         raise RuntimeError(f"{package}: {shlex.join(cmd[:8])} failed:\n{done.stderr[-3000:]}")
@@ -105,12 +104,11 @@ def _write(package: str, module: str, path: Path, results: dict) -> None:
         "import importlib, json, sys; c = importlib.import_module(sys.argv[1] + '._results'); "
         "c.write_results(sys.argv[2], json.loads(sys.stdin.read()))"
     )
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     cmd = [UV, "run", "--locked", "--exact", "--all-extras", "--package", package, "python"]
     done = subprocess.run(
         [*cmd, "-c", code, module, str(path)],
         cwd=ROOT,
-        env=env,
+        env=_uv_env(),
         input=json.dumps(results),
         capture_output=True,
         text=True,

@@ -181,7 +181,7 @@ def test_a_gap_counts_only_beyond_the_seed_noise():
 
 
 def test_nothing_holds_is_not_reproduced():
-    claims, v = verdict(
+    judged = verdict(
         _results(
             hist=0.5,
             no_tokens=0.6,
@@ -191,6 +191,7 @@ def test_nothing_holds_is_not_reproduced():
             her2st={"HiST": 0.0, "HiST no tokens": 0.1},
         )
     )
+    claims, v = judged["claims"], judged["verdict"]
     assert v == "not reproduced"
     assert [r["verdict"] for r in claims].count("not reproduced") == 7
     judged = verdict(_results(her2st={"HiST": -0.1}))

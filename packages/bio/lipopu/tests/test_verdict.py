@@ -130,7 +130,15 @@ def test_prior_row_is_an_equivalence_test():
         return _good(arm, c, s)
 
     v, _ = _verdicts(_results(wobbly, multilabel=_good_ml))
-    assert v["prior"] == "inconclusive"
+    assert v["prior"] == "partly"  # x0.5 holds, x2's interval straddles the margin
+
+    def both(arm, c, s):
+        if arm.startswith("lipopu (true prior x") and not arm.endswith("x1)"):
+            return 0.79 + (0.04 if s % 2 else -0.04)
+        return _good(arm, c, s)
+
+    v, _ = _verdicts(_results(both, multilabel=_good_ml))
+    assert v["prior"] == "inconclusive"  # neither factor shown, neither refuted
 
 
 def test_case_study_rows():

@@ -58,7 +58,9 @@ def test_worse_is_not_reproduced():
     judged = verdict(raw_with({**BASE, "lrpo": 0.35}))
     rows, summary = judged["claims"], judged["verdict"]
     assert rows[0]["verdict"] == "not reproduced" and "worse" in rows[0]["evidence"]
-    assert summary == "not reproduced"
+    assert [r["verdict"] for r in rows[:4]] == ["not reproduced"] * 4
+    assert rows[4]["verdict"] == "inconclusive"  # equal zero-variance shares: a tie
+    assert summary == "inconclusive"  # nothing reproduced, not everything refuted
 
 
 def test_beating_one_bandit_is_partly():

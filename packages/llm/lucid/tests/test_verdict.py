@@ -141,7 +141,7 @@ def test_each_cell_and_needle_length_is_its_own_row():
     assert [c["verdict"] for c in claims] == [
         "reproduced",
         "reproduced",
-        "not reproduced",
+        "inconclusive",  # LUCID's steps equal softmax's at T=48: a tie
         "not reproduced",
         "reproduced",
     ]

@@ -100,3 +100,11 @@ def test_null_world_does_not_reproduce():
         false_positives += sum(r["verdict"] == "reproduced" for r in judged["claims"])
         assert judged["verdict"] != "reproduced"
     assert false_positives / (20 * len(claims())) < 0.05  # 95% intervals, one side each
+
+
+def test_a_sumo_file_is_judged_by_the_sumo_rules():
+    runs = [{"arm": a, "seed": s, "mean_waiting_time": v + 0.1 * s}
+            for s in range(3) for a, v in {"TACTIC": 3.0, "QMIX": 20.0, "CASEC": 10.0,
+                                           "fixed-time": 8.0}.items()]  # fmt: skip
+    rows = verdict({"runs": runs, "config": {"env": "sumo"}})["claims"]
+    assert [r["claim"] for r in rows] == list(sumo_claims().values())

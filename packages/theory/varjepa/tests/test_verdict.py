@@ -102,7 +102,7 @@ def test_mixed_tables():
         "no_heuristics": "not reproduced",  # collapsed on 2 of 3
         "uncertainty": "partly",  # both signals on 1 of 3
     }
-    assert summary == "partly"  # the suite's summary: any row partly or reproduced
+    assert summary == "inconclusive"  # nothing reproduced, not every row refuted
     good_tables.add("b")
     v, _ = _verdicts(_results(mixed, datasets=("a", "b", "c")))
     assert v["improves"] == "partly"  # better on 2 of 3, worse on 1

@@ -369,7 +369,7 @@ def predicts_control(model: str, r: dict) -> dict:
     """Positive control: the original model has learned its evaluation text. KL to an untrained
     model's outputs is small whatever the quantiser does, so rate-distortion comparisons on such
     a model show nothing."""
-    ppl, vocab = r["rows"]["original"].get("perplexity"), r.get("vocab")
+    ppl, vocab = r["rows"].get("original", {}).get("perplexity"), r.get("vocab")
     if ppl is None or vocab is None:
         return control(predicts(model), "positive", False, "perplexity or vocabulary not recorded")
     return control(

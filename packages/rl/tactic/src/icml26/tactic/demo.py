@@ -206,7 +206,10 @@ def _learns(raw: dict) -> dict:
 
 
 def verdict(raw: dict) -> dict:
-    """One row per claim of :func:`claims` (game), the learnability control, counts, summary."""
+    """One row per claim of :func:`claims` (game), the learnability control, counts, summary;
+    a SUMO run's measurements (``env`` "sumo") are judged by :func:`sumo_verdict`."""
+    if raw.get("env", raw.get("config", {}).get("env")) == "sumo":
+        return sumo_verdict(raw)
     c = claims()
     rows = [
         claim_row(c["vs_casec"], *compare(raw, "TACTIC", "CASEC", at_least=True), [LEARNS]),
@@ -326,7 +329,8 @@ def _sumo_experiment(cfg: DemoConfig, device: str, progress: bool) -> dict:
             curves.setdefault(arm, []).append(res.curve)
             bar.update()
     bar.close()
-    return {"runs": runs, "curves": curves, "edge_counts": {}, "device": device, "n_classes": 3}
+    return {"runs": runs, "curves": curves, "edge_counts": {}, "device": device, "n_classes": 3,
+            "env": "sumo"}  # fmt: skip
 
 
 def summary_table(raw: dict, keys: tuple[str, ...]) -> dict[str, dict[str, float]]:
@@ -354,7 +358,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     raw = experiment(cfg)
     sumo = cfg.env == "sumo"
     if sumo:
-        judged = sumo_verdict(raw)
+        judged = verdict(raw)
         keys = ("mean_waiting_time", "return")
         method, baseline = "TACTIC", "fixed-time"
         m = summary_table(raw, keys)
