@@ -420,6 +420,34 @@ def test_judge_makes_rows_on_failed_controls_untestable_and_cannot_be_bypassed()
         control("c", "null", 1, "e")
 
 
+def test_a_package_with_a_row_blocked_by_a_failed_control_is_never_reproduced():
+    controls = [control("learns", "positive", False, "0.5 vs 0.5")]
+    rows = [claim_row("a", "reproduced", "e"), claim_row("b", "reproduced", "e", ["learns"])]
+    judged = judge(rows, controls)
+    assert judged["verdict"] == "partly"  # one reproduced, one the setting could not test
+    validate_results(_results(**judged))
+    gpu = [claim_row("a", "reproduced", "e"), claim_row("speed", "untestable here", "no GPU")]
+    assert judge(gpu, [])["verdict"] == "reproduced"  # a row no setting here could test
+
+
+def test_evidence_cannot_claim_a_control_failed_that_passed():
+    r = _results()
+    r["claims"][0] = {**r["claims"][0],
+                      "evidence": "control failed: random labels (0.49). 0.1 vs 0.2"}  # fmt: skip
+    with pytest.raises(ValueError, match="says control 'random labels' failed"):
+        validate_results(r)
+
+
+def test_malformed_controls_are_reported_not_raised():
+    r = _results(controls=[{"name": "c", "kind": "null", "passed": True, "extra": 1}])
+    with pytest.raises(ValueError, match="must be an object with"):
+        validate_results(r)
+    r = _results()
+    r["claims"][0] = {**r["claims"][0], "controls": [["not", "a", "name"]]}
+    with pytest.raises(ValueError, match="list of control names"):
+        validate_results(r)
+
+
 def test_a_file_whose_rows_hide_a_failed_control_is_refused(tmp_path):
     """Mutation check: flip one passed control to failed and the stored rows no longer hold."""
     r = _results()
@@ -440,7 +468,7 @@ def test_a_file_whose_rows_hide_a_failed_control_is_refused(tmp_path):
         (-0.1, 0.1, 0.0, "inconclusive"),  # a tie
         (-0.05, 0.05, 0.1, "not reproduced"),  # a tight tie: short of the margin throughout
         (-0.5, -0.2, 0.0, "not reproduced"),
-        (None, None, 0.0, "not reproduced"),
+        (None, None, 0.0, "untestable here"),
     ],
 )
 def test_compare(low, high, margin, expected):
@@ -466,6 +494,13 @@ def test_null_world_never_reproduces():
         d, se = a.mean() - b.mean(), np.sqrt(a.var(ddof=1) / 5 + b.var(ddof=1) / 5)
         wins += compare(d - 2.31 * se, d + 2.31 * se, 0.0) == "reproduced"
     assert wins / 400 < 0.05
+    # and it has power: a real effect of three noise widths reproduces almost always
+    hits = 0
+    for _ in range(400):
+        a, b = rng.normal(1.3, 0.1, 5), rng.normal(1.0, 0.1, 5)
+        d, se = a.mean() - b.mean(), np.sqrt(a.var(ddof=1) / 5 + b.var(ddof=1) / 5)
+        hits += compare(d - 2.31 * se, d + 2.31 * se, 0.0) == "reproduced"
+    assert hits / 400 > 0.9
 
 
 def test_provenance_records_the_commit_and_fingerprints(tmp_path):

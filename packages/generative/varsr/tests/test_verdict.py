@@ -51,8 +51,7 @@ def test_a_tie_is_inconclusive():
 def test_a_tokenizer_below_bicubic_leaves_the_rows_against_baselines_untestable():
     judged = verdict(raw(GOOD, GOOD_X2, ceiling=25.4))
     got = [x["verdict"] for x in judged["claims"]]
-    assert got == ["untestable here", "untestable here", "reproduced", "reproduced",
-                   "untestable here"]  # fmt: skip
+    assert got == ["untestable here"] * 5
     assert judged["claims"][0]["evidence"].startswith(f"control failed: {CEILING}")
     assert "25.40 dB vs bicubic x4 26.00 dB" in judged["controls"][0]["evidence"]
     unmeasured = verdict(raw(GOOD, GOOD_X2, ceiling=None))

@@ -43,8 +43,9 @@ def test_ties_and_losses():
     assert rows[c["vs_casec"]]["verdict"] == "not reproduced"
     assert "worse" in rows[c["vs_casec"]]["evidence"]
     chance = {r["claim"]: r for r in verdict(raw(ORDER, ari=0.0, acc=0.40, noise=0.02))["claims"]}
-    assert chance[c["abstraction"]]["verdict"] == "not reproduced"
-    assert chance[c["predictor"]]["verdict"] == "not reproduced"
+    # at the null, with noise: the intervals hold it (a tie), never a win
+    assert chance[c["abstraction"]]["verdict"] == "inconclusive"
+    assert chance[c["predictor"]]["verdict"] == "inconclusive"
 
 
 def test_one_seed_is_untestable_and_a_missing_arm_too():
@@ -78,7 +79,7 @@ def test_a_game_no_graph_learner_solves_makes_the_graph_rows_untestable():
     by = {r["claim"]: r["verdict"] for r in judged["claims"]}
     c = claims()
     assert by[c["vs_casec"]] == by[c["best"]] == by[c["variance"]] == "untestable here"
-    assert by[c["dcg_vs_qmix"]] == "reproduced"  # rests on no control: DCG vs QMIX itself
+    assert by[c["dcg_vs_qmix"]] == "untestable here"  # two arms that never learned the game
 
 
 def test_null_world_does_not_reproduce():

@@ -223,3 +223,14 @@ def test_null_world_does_not_reproduce():
                 m[o]["mean |cos|"] = m["random encoder"]["mean |cos|"] + rng.gauss(0, 0.02)
         rows = verdict(r)["claims"]
         assert rows[0]["verdict"] != "reproduced" and rows[4]["verdict"] != "reproduced"
+
+
+def test_a_bound_informative_at_a_handful_of_points_is_untestable():
+    r = _passing()
+    for x in r["runs"] + r["nulls"]:
+        for t in x["fewshot"].values():
+            t["bound (authors)"] = [max(b, 1.5) for b in t["bound (authors)"]]
+    for x in r["runs"][:2]:  # 4 informative points, all holding
+        x["fewshot"]["2-way"]["bound (authors)"] = [0.9, 0.5]
+    row = verdict(r)["claims"][1]
+    assert row["verdict"] == "untestable here" and "at 4/96" in row["evidence"]

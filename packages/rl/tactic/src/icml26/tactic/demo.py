@@ -183,7 +183,11 @@ def _above(raw: dict, arm: str, metric: str, floor: float | str, what: str
     if lo is None:
         return "untestable here", text + " (one seed: no interval)"
     text += f", 95% CI [{lo:+.3f}, {hi:+.3f}] over {len(seeds)} seeds"
-    return ("reproduced", text) if lo > 0 else ("not reproduced", text)
+    if lo > 0:
+        return "reproduced", text
+    if hi < 0:
+        return "not reproduced", text + " (below the null)"
+    return "inconclusive", text + " (the interval holds the null)"
 
 
 LEARNS = "a coordination-graph learner solves the game after the switch"
@@ -214,7 +218,7 @@ def verdict(raw: dict) -> dict:
     rows = [
         claim_row(c["vs_casec"], *compare(raw, "TACTIC", "CASEC", at_least=True), [LEARNS]),
         claim_row(c["casec_vs_dcg"], *compare(raw, "CASEC", "DCG"), [LEARNS]),
-        claim_row(c["dcg_vs_qmix"], *compare(raw, "DCG", "QMIX")),
+        claim_row(c["dcg_vs_qmix"], *compare(raw, "DCG", "QMIX"), [LEARNS]),
         claim_row(c["best"], *compare(raw, "TACTIC", BASELINES), [LEARNS]),
         claim_row(c["abstraction"], *_above(raw, "TACTIC", "class_ari", 0.0, "class ARI")),
         claim_row(

@@ -363,7 +363,7 @@ def verdict(results: dict) -> dict:
       partly otherwise. Rests on the pretraining control.
     - competitive: Var-T-JEPA - the best raw-feature baseline (chosen on validation), a
       non-inferiority test with margin COMPETITIVE_MARGIN: competitive when the interval's lower
-      end is >= -margin, behind when the mean is below -margin, inconclusive otherwise.
+      end is >= -margin, behind when its upper end is below -margin, inconclusive otherwise.
       Reproduced: competitive everywhere; not reproduced: behind on at least half;
       inconclusive: competitive nowhere; partly otherwise. Rests on the pretraining control.
     - no_heuristics: per table, not collapsed (final RankMe >= RANK_KEEP x its RankMe at
@@ -412,7 +412,7 @@ def verdict(results: dict) -> dict:
         m, lo, hi = _paired(runs, "Var-T-JEPA", "best raw")
         margin = COMPETITIVE_MARGIN
         status.append(
-            "competitive" if lo >= -margin else "behind" if m < -margin else "inconclusive"
+            "competitive" if lo >= -margin else "behind" if hi < -margin else "inconclusive"
         )
         kinds = sorted({_entry(r, "best raw")["kind"] for r in runs})
         parts.append(_fmt(name, m, lo, hi) + f" vs {'/'.join(kinds)} ({status[-1]})")
@@ -493,6 +493,7 @@ def verdict(results: dict) -> dict:
             "posterior mean) within column and mask draw, and AUROC with which the posterior "
             f"spread flags the probe's errors: {'; '.join(parts)}; both above chance on "
             f"{passed}/{n} (rule: both 95% intervals above 0 and 0.5 on every table)",
+            [TRAINED],
         )
     )
     return judge(rows, [trained_control(results)])
