@@ -285,8 +285,10 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 def source_commit(module_file: str | os.PathLike | None) -> str:
-    """The git commit of the checkout ``module_file`` lives in, ``+dirty`` when the package's
-    folder has uncommitted changes; ``"unknown"`` outside a git checkout (an installed wheel)."""
+    """The git commit of the checkout ``module_file`` lives in when this is called (a demo calls
+    it as it writes its results), ``+dirty`` when the package's folder differs from that commit;
+    ``"unknown"`` outside a git checkout (an installed wheel). Without ``+dirty`` the commit holds
+    exactly the package code that ran, even if other folders moved on during the run."""
     if module_file is None:
         return "unknown"
     folder = Path(module_file).resolve().parent

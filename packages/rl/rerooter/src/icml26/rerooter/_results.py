@@ -144,6 +144,16 @@ def summarise(verdicts: list[str]) -> str:
     return "inconclusive"
 
 
+def package_verdict(claims: list[dict[str, Any]]) -> str:
+    """The package's one word for its judged rows: ``summarise`` of their verdicts, except that
+    a package is never "reproduced" while some row is untestable because a control failed (the
+    setting could not test that claim, which is not the same as a GPU row on a CPU): then it is
+    "partly"."""
+    summary = summarise([c["verdict"] for c in claims])
+    blocked = any(str(c.get("evidence", "")).startswith("control failed: ") for c in claims)
+    return "partly" if summary == "reproduced" and blocked else summary
+
+
 def count_verdicts(verdicts: list[str]) -> dict[str, int]:
     """How many rows carry each verdict: every claim verdict in ``CLAIM_VERDICTS`` order (zeros
     included), then ``smoke`` where a quick run's rows are smoke."""
@@ -231,7 +241,7 @@ def judge(claims: list[dict[str, Any]], controls: list[dict[str, Any]], *, quick
         claims = [{**c, "verdict": "smoke"} for c in claims]
         summary = "smoke"
     else:
-        summary = summarise([c["verdict"] for c in claims])
+        summary = package_verdict(claims)
     counts = count_verdicts([c["verdict"] for c in claims])
     return {"claims": claims, "controls": list(controls), "counts": counts, "verdict": summary}
 
@@ -243,12 +253,13 @@ def compare(low: float | None, high: float | None, margin: float = 0.0) -> str:
     of it, inconclusive when the interval straddles it (with ``margin`` 0, a tie).
 
     ``margin`` is the rule's smallest effect worth the name, at least the noise floor measured in
-    the same run. A missing interval (``None``) is not reproduced: the arm failed to run.
+    the same run. A missing interval (``None``: one seed, or an arm that did not run) gives no
+    verdict: "untestable here".
     """
     if margin < 0:
         raise ValueError(f"compare: margin must be >= 0, got {margin}")
     if low is None or high is None:
-        return "not reproduced"
+        return "untestable here"
     if not (math.isfinite(low) and math.isfinite(high)) or low > high:
         raise ValueError(f"compare: [{low}, {high}] is not an interval")
     if low > margin:
@@ -276,8 +287,10 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 def source_commit(module_file: str | os.PathLike | None) -> str:
-    """The git commit of the checkout ``module_file`` lives in, ``+dirty`` when the package's
-    folder has uncommitted changes; ``"unknown"`` outside a git checkout (an installed wheel)."""
+    """The git commit of the checkout ``module_file`` lives in when this is called (a demo calls
+    it as it writes its results), ``+dirty`` when the package's folder differs from that commit;
+    ``"unknown"`` outside a git checkout (an installed wheel). Without ``+dirty`` the commit holds
+    exactly the package code that ran, even if other folders moved on during the run."""
     if module_file is None:
         return "unknown"
     folder = Path(module_file).resolve().parent
@@ -471,7 +484,7 @@ def _claims_problems(results: dict[str, Any]) -> list[str]:
     if quick is True and verdict != "smoke":
         problems.append(f"a quick run's verdict must be 'smoke', got {verdict!r}")
     elif quick is False and not problems:
-        expected = summarise([row["verdict"] for row in claims])
+        expected = package_verdict(claims)
         if verdict != expected:
             problems.append(
                 f"verdict {verdict!r} does not summarise the claims' rows (expected {expected!r})"
@@ -491,7 +504,7 @@ def _controls_problems(results: dict[str, Any]) -> list[str]:
         return []
     problems, by_name = [], {}
     for i, c in enumerate(controls):
-        if not isinstance(c, dict) or set(c) < set(CONTROL_FIELDS):
+        if not isinstance(c, dict) or not set(CONTROL_FIELDS) <= set(c):
             problems.append(f"controls[{i}] must be an object with {CONTROL_FIELDS}")
             continue
         if not isinstance(c["name"], str) or not c["name"].strip():
@@ -512,6 +525,8 @@ def _controls_problems(results: dict[str, Any]) -> list[str]:
         if not isinstance(row, dict) or not isinstance(row.get("controls"), list):
             continue
         for name in row["controls"]:
+            if not isinstance(name, str):
+                continue  # reported by the claims check
             if name not in by_name:
                 problems.append(f"claims[{i}] rests on control {name!r}, which is not in controls")
             elif by_name[name]["passed"] is False and row.get("verdict") not in (
@@ -526,6 +541,15 @@ def _controls_problems(results: dict[str, Any]) -> list[str]:
                 f"control failed: {name}" not in str(row.get("evidence", ""))
             ):
                 problems.append(f"claims[{i}] evidence must say 'control failed: {name}'")
+        failed = {n for n in row["controls"] if isinstance(n, str) and n in by_name
+                  and by_name[n]["passed"] is False}  # fmt: skip
+        evidence = str(row.get("evidence", ""))
+        wrong = [n for n in by_name if f"control failed: {n} (" in evidence and n not in failed]
+        if wrong:
+            problems.append(
+                f"claims[{i}] says control {wrong[0]!r} failed, but it passed or the row does "
+                "not rest on it"
+            )
     return problems
 
 
