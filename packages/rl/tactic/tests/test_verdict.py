@@ -109,3 +109,12 @@ def test_a_sumo_file_is_judged_by_the_sumo_rules():
                                            "fixed-time": 8.0}.items()]  # fmt: skip
     rows = verdict({"runs": runs, "config": {"env": "sumo"}})["claims"]
     assert [r["claim"] for r in rows] == list(sumo_claims().values())
+
+
+def test_the_sumo_control_does_not_lean_on_tactics_own_numbers():
+    runs = [{"arm": a, "seed": s, "mean_waiting_time": v + 0.1 * s}
+            for s in range(3) for a, v in {"TACTIC": 2.0, "QMIX": 20.0, "CASEC": 12.0,
+                                           "fixed-time": 8.0}.items()]  # fmt: skip
+    judged = sumo_verdict({"runs": runs})
+    assert not judged["controls"][0]["passed"]  # only TACTIC beats fixed time
+    assert judged["claims"][0]["verdict"] == "reproduced"  # TACTIC vs fixed time itself

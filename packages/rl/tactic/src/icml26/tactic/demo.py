@@ -192,7 +192,7 @@ def _above(raw: dict, arm: str, metric: str, floor: float | str, what: str
 
 LEARNS = "a coordination-graph learner solves the game after the switch"
 LEARNS_FLOOR = 0.5
-SUMO_LEARNS = "a learned controller beats the fixed-time plan"
+SUMO_LEARNS = "a learned baseline controller beats the fixed-time plan"
 
 
 def _learns(raw: dict) -> dict:
@@ -247,11 +247,12 @@ def sumo_claims() -> dict[str, str]:
 
 
 def _sumo_learns(raw: dict) -> dict:
-    """Positive control: RL learns traffic control here. The best learned arm's mean waiting
-    time lies below the fixed-time plan's (paired 95% interval), else no learned arm's
-    comparison with another says anything."""
+    """Positive control: RL learns traffic control here. The best learned baseline's (QMIX or
+    CASEC; TACTIC itself is left out, so the control does not lean on the method's own numbers)
+    mean waiting time lies below the fixed-time plan's (paired 95% interval), else comparing
+    TACTIC with baselines that never learned says nothing."""
     m = "mean_waiting_time"
-    learned = [a for a in SUMO_ARMS if _per_seed(raw, a, m)]
+    learned = [a for a in SUMO_ARMS if a != "TACTIC" and _per_seed(raw, a, m)]
     if not learned or not _per_seed(raw, "fixed-time", m):
         return control(SUMO_LEARNS, "positive", False, "the learned arms or fixed-time did not run")
     best = min(learned, key=lambda a: float(np.mean(list(_per_seed(raw, a, m).values()))))
