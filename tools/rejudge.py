@@ -32,7 +32,7 @@ _ONE = r"""
 import importlib, json, sys
 module, mode, *paths = sys.argv[1:]
 demo = importlib.import_module(module + ".demo")
-contract = importlib.import_module(module + "._results")
+contract = importlib.import_module("icml26.testing.results")
 out = []
 for path in paths:
     results = contract.load_results(path)
@@ -101,7 +101,7 @@ def _in_contract_order(results: dict) -> dict:
 def _write(package: str, module: str, path: Path, results: dict) -> None:
     """Through the package's own contract, so an invalid file is refused, not written."""
     code = (
-        "import importlib, json, sys; c = importlib.import_module(sys.argv[1] + '._results'); "
+        "import json, sys; import icml26.testing.results as c; "
         "c.write_results(sys.argv[2], json.loads(sys.stdin.read()))"
     )
     cmd = [UV, "run", "--locked", "--exact", "--all-extras", "--package", package, "python"]

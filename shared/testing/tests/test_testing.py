@@ -564,6 +564,10 @@ def test_run_cli_reports_failures():
     assert run_cli("json.tool", ["/definitely/not/here.json"], check=False).returncode != 0
 
 
+# the plugin is opted into (a conftest's pytest_plugins, or -p), never loaded by installing
+PLUGIN = ("-p", "icml26.testing.plugin")
+
+
 def test_device_parametrization_matches_argnames_exactly(pytester):
     pytester.makepyfile(
         """
@@ -578,7 +582,7 @@ def test_device_parametrization_matches_argnames_exactly(pytester):
             assert device == "meta"
         """
     )
-    result = pytester.runpytest()
+    result = pytester.runpytest(*PLUGIN)
     # test_plural: a parameter named "devices" does not stop the device parametrization
     cuda = len(available_devices()) == 2
     result.assert_outcomes(passed=(4 if cuda else 2) + 1, skipped=0 if cuda else 2)
@@ -592,8 +596,8 @@ def test_cuda_device_cases_are_gpu_marked_so_they_can_run_apart(pytester):
         """
     )
     cuda = len(available_devices()) == 2
-    pytester.runpytest("-m", "not gpu").assert_outcomes(passed=1, deselected=1)
-    pytester.runpytest("-m", "gpu").assert_outcomes(
+    pytester.runpytest(*PLUGIN, "-m", "not gpu").assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest(*PLUGIN, "-m", "gpu").assert_outcomes(
         passed=int(cuda), skipped=int(not cuda), deselected=1
     )
 
@@ -621,7 +625,7 @@ def test_a_gpu_test_after_the_triton_interpreter_fails_loudly(pytester):
             pass
         """
     )
-    result = pytester.runpytest_subprocess()
+    result = pytester.runpytest_subprocess(*PLUGIN)
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*own process*pytest -m gpu*"])
 

@@ -32,7 +32,8 @@ import triton.language as tl
 
 from icml26.kernels._triton_common import INTERPRET as _INTERPRET
 from icml26.kernels._triton_common import program_id64, tuned
-from icml26.kernels.lucid import check_decode_inputs, check_lucid_inputs, compute_dtype
+from icml26.kernels.attention import check_attention_inputs as check_lucid_inputs
+from icml26.kernels.attention import check_decode_inputs, compute_dtype
 
 
 @triton.jit

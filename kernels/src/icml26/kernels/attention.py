@@ -100,3 +100,35 @@ softmax_attention = register_op(
 )
 """Causal (or full) softmax attention with GQA; on CUDA the flash-style Triton kernel,
 differentiable in q, k and v."""
+
+
+# -- LUCID's checks (here so the reference and the Triton path share them) --
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The solve's precision: fp64 for fp64 inputs, fp32 for everything else."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def check_decode_inputs(q, k_cache, vp_cache, k_new, v_new) -> None:
+    """Shapes and dtypes of one decode step's inputs. Nothing is scanned for NaN: a scan is a
+    host synchronisation on every generated token (of every layer), which a decode step must not
+    have; a NaN in the new token's tensors comes out as NaN in the output and in v'_t."""
+    for name, t, nd in (("q", q, 3), ("k_new", k_new, 3), ("v_new", v_new, 3)):
+        check_tensor(name, t, nd, scan=False)
+    for name, t in (("k_cache", k_cache), ("vp_cache", vp_cache)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 4:
+            raise ValueError(f"{name} must be a (B, H_kv, N, D) tensor")
+    if k_cache.shape[:3] != vp_cache.shape[:3] or k_cache.shape[:2] != k_new.shape[:2]:
+        raise ValueError(
+            f"k_cache {tuple(k_cache.shape)}, vp_cache {tuple(vp_cache.shape)} and k_new "
+            f"{tuple(k_new.shape)} must share (B, H_kv) (and N for the caches)"
+        )
+    if q.shape[1] % k_new.shape[1]:
+        raise ValueError(f"query heads ({q.shape[1]}) must be a multiple of KV heads")
+    D = q.shape[-1]
+    if v_new.shape != k_new.shape or q.shape[0] != k_new.shape[0] or k_new.shape[-1] != D:
+        raise ValueError(
+            f"q {tuple(q.shape)}, k_new {tuple(k_new.shape)} and v_new {tuple(v_new.shape)} must "
+            "share the batch and head dimension (and k_new, v_new their shape)"
+        )
+    if k_cache.shape[-1] != D or vp_cache.shape[-1] != D:
+        raise ValueError(f"the caches' last dimension must be the head dimension {D}")

@@ -4,6 +4,9 @@ import torch
 from icml26.fidia.data import ideal_helix
 from icml26.fidia.policy import MPNNPolicy
 
+# the toolkit's pytest plugin: seeding, `device` parametrization, slow/gpu/distributed markers
+pytest_plugins = ["icml26.testing.plugin"]
+
 
 @pytest.fixture(scope="session")
 def helix():

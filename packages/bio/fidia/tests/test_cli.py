@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from icml26.fidia._results import demo_command
 from icml26.fidia.cli import main
 from icml26.fidia.data import examples_dir
 from icml26.fidia.demo import ARMS, DemoConfig, claims, verdict
 from icml26.testing import run_cli, validate_results
+from icml26.testing.results import demo_command
 
 
 def test_quick_demo_writes_valid_results(tmp_path):

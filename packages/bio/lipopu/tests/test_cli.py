@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from icml26.lipopu._results import demo_command
 from icml26.lipopu.cli import main
 from icml26.lipopu.demo import DemoConfig, claims, verdict
 from icml26.testing import run_cli, validate_results
+from icml26.testing.results import demo_command
 
 
 @pytest.fixture

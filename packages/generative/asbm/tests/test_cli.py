@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from icml26.asbm._results import demo_command
 from icml26.asbm.cli import main
 from icml26.asbm.demo import DemoConfig, verdict
 from icml26.testing import run_cli, validate_results
+from icml26.testing.results import demo_command
 
 
 def test_help():

@@ -3,6 +3,9 @@
 import pytest
 import torch
 
+# the toolkit's pytest plugin: seeding, `device` parametrization, slow/gpu/distributed markers
+pytest_plugins = ["icml26.testing.plugin"]
+
 
 @pytest.fixture
 def tiny_flux():

@@ -32,8 +32,8 @@ def test_quick_demo_writes_valid_smoke_results(tmp_path):
 
 
 def test_the_command_records_the_flags():
-    from icml26.entquant._results import demo_command
     from icml26.entquant.demo import DemoConfig
+    from icml26.testing.results import demo_command
 
     cfg = DemoConfig(models=("minilm", "smollm2"), out=Path("x"))
     assert demo_command("icml26-entquant", cfg) == "icml26-entquant demo --models minilm smollm2"

@@ -89,7 +89,7 @@ def test_forward_builds_the_weight_in_the_input_dtype():
 
 
 def test_a_shared_decode_cache_keeps_within_its_budget(gpt):
-    from icml26.entquant.layers import set_decode_cache
+    from icml26.entquant.linear import set_decode_cache
 
     model = copy.deepcopy(gpt)
     quantize(model, 14.5, max_iter=20, progress=False)

@@ -3,6 +3,9 @@ import torch
 
 from icml26.lrpo import CharGPT, GPTConfig
 
+# the toolkit's pytest plugin: seeding, `device` parametrization, slow/gpu/distributed markers
+pytest_plugins = ["icml26.testing.plugin"]
+
 
 @pytest.fixture
 def tiny():

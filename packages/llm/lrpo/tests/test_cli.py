@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from icml26.lrpo._results import demo_command
 from icml26.lrpo.cli import main
 from icml26.lrpo.demo import ARMS, DemoConfig, claims, verdict
 from icml26.testing import run_cli, validate_results
+from icml26.testing.results import demo_command
 
 
 def test_quick_demo_writes_valid_results(tmp_path):

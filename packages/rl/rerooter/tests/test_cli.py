@@ -4,10 +4,10 @@ import math
 import pytest
 import torch
 
-from icml26.rerooter._results import demo_command
 from icml26.rerooter.cli import main
 from icml26.rerooter.demo import CLAIMS, DemoConfig, verdict
 from icml26.testing import run_cli, validate_results
+from icml26.testing.results import demo_command
 
 # Every subprocess pays ~10 s of imports (torch, igraph) on the CI machine: the entry point is
 # exercised through a subprocess by the help and demo tests, the other commands run in-process.

@@ -5,10 +5,10 @@ import torch
 from torch import nn
 
 from icml26.td import fit_critic, garnet_mdp
-from icml26.td._results import demo_command
 from icml26.td.cli import main
 from icml26.td.demo import DemoConfig, verdict
 from icml26.testing import run_cli, run_distributed, validate_results
+from icml26.testing.results import demo_command
 
 
 def test_help_lists_the_subcommands():

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from icml26.cdnv._results import demo_command
 from icml26.cdnv.cli import main
 from icml26.cdnv.demo import CLAIMS, DemoConfig, verdict
 from icml26.testing import run_cli, validate_results
+from icml26.testing.results import demo_command
 
 
 def test_help():

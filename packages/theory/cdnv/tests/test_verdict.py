@@ -4,7 +4,6 @@ import copy
 
 import pytest
 
-from icml26.cdnv._results import summarise
 from icml26.cdnv.demo import (
     CLAIMS,
     RANDOM_AXES,
@@ -15,6 +14,7 @@ from icml26.cdnv.demo import (
     verdict,
 )
 from icml26.cdnv.demo import _headline as verdict_headline
+from icml26.testing.results import summarise
 
 ROWS = list(CLAIMS)  # collapse, holds, tracks, explains, orthogonal
 OBJ = ("simclr", "vicreg")

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from icml26.testing import run_cli, validate_results
-from icml26.varjepa._results import demo_command
+from icml26.testing.results import demo_command
 from icml26.varjepa.cli import main
 from icml26.varjepa.demo import CLAIMS, INIT, MODELS, RAW, DemoConfig, verdict
 

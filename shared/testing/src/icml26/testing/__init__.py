@@ -1,76 +1,77 @@
-"""icml26.testing: the checks every icml26 package's tests share.
+"""icml26.testing: what every icml26 package shares, in two parts.
 
-Installed as a pytest plugin (entry point ``pytest11``), it gives every test session:
-an autouse seeding fixture, a ``device`` parametrization (cpu, and cuda when present),
-the markers ``slow`` (skipped unless ``--runslow``), ``gpu`` (skipped without CUDA) and
-``distributed``. The helpers below are imported explicitly by tests. ``icml26.testing.results``
-defines the results.json contract every demo writes (method packages carry a verbatim copy).
+The light runtime part (stdlib only; method packages depend on it): the results contract
+(``icml26.testing.results``), a demo's result assembly and printing (``report``), the CLI
+dispatch (``command``) and bench timing (``timing``).
+
+The test part (the ``pytest`` extra: pytest and torch): a pytest plugin (entry point
+``pytest11``) that gives every test session an autouse seeding fixture, a ``device``
+parametrization (cpu, and cuda when present) and the markers ``slow`` (skipped unless
+``--runslow``), ``gpu`` (skipped without CUDA) and ``distributed``; and helpers tests import
+(``assert_close``, ``assert_unbiased``, ``run_cli``, ``run_distributed``, ...).
+
+Names are loaded on first use, so importing the runtime part never imports torch or pytest.
 """
 
-from icml26.testing.asserts import assert_close, check_gradients
-from icml26.testing.cli import run_cli
-from icml26.testing.distributed import run_distributed
-from icml26.testing.readme import run_readme_snippets
-from icml26.testing.results import (
-    CLAIM_VERDICTS,
-    CONTROL_KINDS,
-    RESULTS_SCHEMA,
-    VERDICTS,
-    apply_controls,
-    as_smoke,
-    assemble_results,
-    claim_row,
-    compare,
-    control,
-    count_verdicts,
-    demo_command,
-    file_sha256,
-    format_counts,
-    judge,
-    load_results,
-    package_verdict,
-    package_version,
-    provenance,
-    resolve_device,
-    source_commit,
-    summarise,
-    validate_results,
-    write_results,
-)
-from icml26.testing.seeding import seed_everything
-from icml26.testing.stats import assert_unbiased, assert_variance_order
+import importlib
 
-__all__ = [
-    "CLAIM_VERDICTS",
-    "CONTROL_KINDS",
-    "RESULTS_SCHEMA",
-    "VERDICTS",
-    "apply_controls",
-    "as_smoke",
-    "assemble_results",
-    "assert_close",
-    "assert_unbiased",
-    "assert_variance_order",
-    "check_gradients",
-    "claim_row",
-    "compare",
-    "control",
-    "count_verdicts",
-    "demo_command",
-    "file_sha256",
-    "format_counts",
-    "judge",
-    "load_results",
-    "package_verdict",
-    "package_version",
-    "provenance",
-    "resolve_device",
-    "run_cli",
-    "run_distributed",
-    "run_readme_snippets",
-    "seed_everything",
-    "source_commit",
-    "summarise",
-    "validate_results",
-    "write_results",
-]
+_HOMES = {
+    "assert_close": "asserts",
+    "check_gradients": "asserts",
+    "run_cli": "cli",
+    "dispatch": "command",
+    "run_distributed": "distributed",
+    "run_readme_snippets": "readme",
+    "demo_config": "report",
+    "finish_demo": "report",
+    "jsonable": "report",
+    "print_verdicts": "report",
+    "run_folder": "report",
+    "torch_version": "report",
+    "CLAIM_VERDICTS": "results",
+    "CONTROL_KINDS": "results",
+    "RESULTS_SCHEMA": "results",
+    "VERDICTS": "results",
+    "apply_controls": "results",
+    "as_smoke": "results",
+    "assemble_results": "results",
+    "claim_row": "results",
+    "compare": "results",
+    "control": "results",
+    "count_verdicts": "results",
+    "demo_command": "results",
+    "file_sha256": "results",
+    "format_counts": "results",
+    "judge": "results",
+    "load_results": "results",
+    "package_verdict": "results",
+    "package_version": "results",
+    "provenance": "results",
+    "resolve_device": "results",
+    "source_commit": "results",
+    "summarise": "results",
+    "validate_results": "results",
+    "write_results": "results",
+    "seed_everything": "seeding",
+    "assert_unbiased": "stats",
+    "assert_variance_order": "stats",
+    "best_time": "timing",
+    "median_time": "timing",
+    "synchronize": "timing",
+    "torch_threads": "timing",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'icml26.testing' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"icml26.testing.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

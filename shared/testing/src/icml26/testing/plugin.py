@@ -4,11 +4,18 @@ import os
 import sys
 
 import pytest
-import torch
 
 from icml26.testing.seeding import seed_everything
 
 DEFAULT_SEED = 0
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:  # a package that does not use torch
+        return False
+    return torch.cuda.is_available()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,7 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip_slow = pytest.mark.skip(reason="slow test: pass --runslow to run it")
     skip_gpu = pytest.mark.skip(reason="needs CUDA, none is available")
-    has_cuda = torch.cuda.is_available()
+    has_cuda = _has_cuda()
     for item in items:
         if "slow" in item.keywords and not config.getoption("--runslow"):
             item.add_marker(skip_slow)
@@ -38,7 +45,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def available_devices() -> list[str]:
     """The devices a ``device`` test runs on: cpu always, cuda when present."""
-    return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    return ["cpu", "cuda"] if _has_cuda() else ["cpu"]
 
 
 def device_params() -> list:

@@ -1,9 +1,8 @@
 """The results.json contract every icml26 demo writes: schema, validator, verdict summary, writer.
 
-This module is the one definition of the contract. It uses the standard library only, so each
-method package carries a verbatim copy as ``icml26/<name>/_results.py`` (first line
-``# Copied from icml26.testing.results``) and writes its results without a runtime dependency
-on the test toolkit; a workspace test fails when a copy drifts from this file.
+This module is the one definition of the contract. It uses the standard library only and is part
+of the toolkit's light runtime part, which every method package depends on (the pytest plugin and
+the torch-based checks stay behind the ``pytest`` extra).
 
 A results file holds one row per claim of the paper (``claims``: claim, verdict, evidence and the
 names of the ``controls`` the row rests on), the controls themselves (``controls``: positive

@@ -3,11 +3,14 @@
 import random
 
 import numpy as np
-import torch
 
 
 def seed_everything(seed: int = 0) -> None:
-    """Seed Python's, NumPy's and torch's (all devices) global generators."""
+    """Seed Python's, NumPy's and (when installed) torch's global generators, all devices."""
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 -- the global generator is what legacy code draws from
+    try:
+        import torch
+    except ImportError:  # a package that does not use torch has no torch generator to seed
+        return
     torch.manual_seed(seed)

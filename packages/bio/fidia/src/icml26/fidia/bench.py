@@ -13,13 +13,13 @@ here; the CPU runs with one thread so the ratios are stable; CUDA timings synchr
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from icml26.fidia._results import resolve_device
+from icml26.testing.results import resolve_device
+from icml26.testing.timing import best_time
 
 
 @dataclass(frozen=True)
@@ -33,22 +33,6 @@ class BenchConfig:
     repeats: int = 3
     """Best of this many timings."""
     device: str = "auto"
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def _best_time(fn, repeats: int, device: str) -> float:
-    times = []
-    for _ in range(repeats):
-        _sync(device)
-        t0 = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def run_bench(cfg: BenchConfig) -> dict:
@@ -115,11 +99,11 @@ def _measure(cfg: BenchConfig, device: str) -> dict:
 
     rewards = torch.randn(8, 4096, dtype=torch.float64)
     t = {
-        "sample_ours": _best_time(ours_sample, cfg.repeats, device),
-        "sample_proteinmpnn": _best_time(theirs_sample, cfg.repeats, device),
-        "step_ours": _best_time(ours_step, cfg.repeats, device),
-        "step_proteinmpnn_forward": _best_time(theirs_step, cfg.repeats, device),
-        "maxn_weights_8x4096": _best_time(lambda: maxn_weights(rewards, 64), cfg.repeats, "cpu"),
+        "sample_ours": best_time(ours_sample, cfg.repeats, device),
+        "sample_proteinmpnn": best_time(theirs_sample, cfg.repeats, device),
+        "step_ours": best_time(ours_step, cfg.repeats, device),
+        "step_proteinmpnn_forward": best_time(theirs_step, cfg.repeats, device),
+        "maxn_weights_8x4096": best_time(lambda: maxn_weights(rewards, 64), cfg.repeats, "cpu"),
     }
     report = {
         "device": device,

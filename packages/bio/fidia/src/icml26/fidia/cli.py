@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import tyro
-
 from icml26.fidia.bench import BenchConfig, run_bench
 from icml26.fidia.demo import DemoConfig, run_demo
+from icml26.testing.command import dispatch
 
 
 @dataclass(frozen=True)
@@ -122,8 +120,8 @@ def _temperature(flag: float | None, policy) -> float:
 def run_train(cfg: TrainCli) -> Path:
     import torch.distributed as dist
 
-    from icml26.fidia._results import resolve_device
     from icml26.fidia.train import TrainConfig, train
+    from icml26.testing.results import resolve_device
 
     device = resolve_device(cfg.device)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
@@ -153,8 +151,8 @@ def run_train(cfg: TrainCli) -> Path:
 def run_evaluate(cfg: EvaluateCli) -> dict:
     import torch
 
-    from icml26.fidia._results import resolve_device
     from icml26.fidia.demo import evaluate_samples
+    from icml26.testing.results import resolve_device
 
     if cfg.samples < cfg.N:
         raise ValueError(f"--samples must be >= --N, got {cfg.samples} < {cfg.N}")
@@ -173,8 +171,8 @@ def run_evaluate(cfg: EvaluateCli) -> dict:
 def run_design(cfg: DesignCli) -> list[dict]:
     import torch
 
-    from icml26.fidia._results import resolve_device
     from icml26.fidia.data import decode
+    from icml26.testing.results import resolve_device
 
     if cfg.N < 1:
         raise ValueError(f"--N must be >= 1, got {cfg.N}")
@@ -206,23 +204,15 @@ def run_design(cfg: DesignCli) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = tyro.extras.subcommand_cli_from_dict(
+    return dispatch(
+        "icml26-fidia",
+        "FIDIA: best-of-N aligned RL for inverse folding with ProteinMPNN.",
         {
-            "demo": DemoConfig,
-            "train": TrainCli,
-            "evaluate": EvaluateCli,
-            "design": DesignCli,
-            "bench": BenchConfig,
+            "demo": (DemoConfig, run_demo),
+            "train": (TrainCli, run_train),
+            "evaluate": (EvaluateCli, run_evaluate),
+            "design": (DesignCli, run_design),
+            "bench": (BenchConfig, run_bench),
         },
-        prog="icml26-fidia",
-        description="FIDIA: best-of-N aligned RL for inverse folding with ProteinMPNN.",
-        args=sys.argv[1:] if argv is None else argv,
+        argv,
     )
-    runners = {DemoConfig: run_demo, TrainCli: run_train, EvaluateCli: run_evaluate,
-               DesignCli: run_design, BenchConfig: run_bench}  # fmt: skip
-    try:
-        runners[type(cfg)](cfg)
-    except ValueError as e:
-        print(f"icml26-fidia: error: {e}", file=sys.stderr)
-        return 2
-    return 0

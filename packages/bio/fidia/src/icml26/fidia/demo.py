@@ -35,20 +35,16 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from icml26.fidia._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    package_version,
-    provenance,
-    resolve_device,
-    write_results,
-)
 from icml26.fidia.data import examples_dir
 from icml26.fidia.estimators import maxn_value, passn_value
 from icml26.fidia.toys import gradient_check, train_toy
+from icml26.testing.report import finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+)
 
 BASE_ARMS = {"success_at_n": "base (T for success@N)", "precision": "base (T for precision)"}
 RL_ARMS = ("mean-reward RL", "GRPO", "FIDIA (max@N)")
@@ -517,7 +513,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run, judge, write results.json and the figure, print the table; return the results."""
     from icml26.fidia.plots import plot_study
 
-    out = cfg.out or Path("runs") / "fidia" / time.strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "fidia")
     t0 = time.perf_counter()
     raw = experiment(cfg)
     metrics = summary_table(raw)
@@ -530,9 +526,11 @@ def run_demo(cfg: DemoConfig) -> dict:
     else:
         metrics["method"], metrics["baseline"] = metrics[key], metrics[key.replace(
             "FIDIA (max@N)", "GRPO")]  # fmt: skip
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package="icml26-fidia",
-        version=package_version("icml26-fidia", __file__),
+        module_file=__file__,
+        cfg=cfg,
         experiment="max@N gradient vs exact; mean-RL / GRPO / max@N on toy landscapes; "
         "motif scaffolding on BPTI and cobrotoxin with ProteinMPNN: tuned-temperature base vs "
         "mean-RL vs GRPO vs FIDIA at one sample budget, success judged by a held-out scorer",
@@ -541,20 +539,16 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=headline(raw),
         judged=verdict(raw),
         metrics=metrics,
-        quick=cfg.quick,
         seconds=time.perf_counter() - t0,
-        config={**_jsonable(asdict(cfg)), "command": demo_command("icml26-fidia", cfg)},
         seed=0,
         device=raw["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__, _data_files(cfg)),
+        data=_data_files(cfg),
         measurements={
             k: raw[k] for k in ("gradient_check", "toys", "toy_landscapes", "protein", "N")
         },
     )
     out.mkdir(parents=True, exist_ok=True)
     plot_study(raw, out / "study.png")
-    write_results(out / "results.json", results)
     _print(results)
     return results
 
@@ -584,9 +578,4 @@ def _print(results: dict) -> None:
     for k, m in results["metrics"].items():
         if k.startswith("toy"):
             print(f"{k:52s} E[max@N] {m['max_at_n']:6.2f}  optimum@N {m['optimum_at_n']:.2f}")
-    for row in results["claims"]:
-        print(f"- [{row['verdict']}] {row['claim']}\n    {row['evidence']}")
-    for c in results["controls"]:
-        print(f"- {c['kind']} control {'passed' if c['passed'] else 'FAILED'}: {c['name']}: "
-              f"{c['evidence']}")  # fmt: skip
-    print(f"verdict: {results['verdict']}  ({results['seconds']:.0f} s)")
+    print_verdicts(results)

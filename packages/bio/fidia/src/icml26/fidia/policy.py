@@ -25,6 +25,8 @@ from __future__ import annotations
 import copy
 import importlib.resources
 import json
+import os
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -356,8 +358,6 @@ class MPNNPolicy(nn.Module):
     # ------------------------------------------------------------------ checkpoints
     def save_pretrained(self, directory: str | Path) -> None:
         """The trained layers as safetensors plus a JSON config (written atomically)."""
-        from icml26.fidia.train import atomic_save
-
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         config = {**self.meta, "trainable_layers": self.trainable_layers}
@@ -386,3 +386,14 @@ class MPNNPolicy(nn.Module):
             raise ValueError(f"{directory}/policy.safetensors lacks {sorted(missing)[:3]}")
         policy.mpnn.load_state_dict(state, strict=False)
         return policy
+
+
+def atomic_save(tensors: dict[str, torch.Tensor], path: Path, metadata: dict | None = None) -> None:
+    """safetensors file written to a temporary name, then renamed (never half-written)."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    os.close(fd)
+    save_file({k: v.contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
+    os.replace(tmp, path)

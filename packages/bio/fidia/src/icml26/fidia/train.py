@@ -25,9 +25,7 @@ in one folder per step published by ``state.json``; resume is exact.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,7 +36,7 @@ import torch.distributed as dist
 
 from icml26.fidia.data import Backbone
 from icml26.fidia.estimators import passn_weights, policy_weights
-from icml26.fidia.policy import MPNNPolicy
+from icml26.fidia.policy import MPNNPolicy, atomic_save
 from icml26.fidia.reward import CompositeReward
 
 
@@ -95,17 +93,6 @@ class TrainConfig:
 class TrainResult:
     history: list[dict] = field(default_factory=list)
     """Per step: mean reward, success fraction, KL, loss (averaged over this rank's backbones)."""
-
-
-def atomic_save(tensors: dict[str, torch.Tensor], path: Path, metadata: dict | None = None) -> None:
-    """safetensors file written to a temporary name, then renamed (never half-written)."""
-    from safetensors.torch import save_file
-
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    os.close(fd)
-    save_file({k: v.contiguous().cpu() for k, v in tensors.items()}, tmp, metadata=metadata)
-    os.replace(tmp, path)
 
 
 def _rank_world() -> tuple[int, int]:

@@ -15,10 +15,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import tyro
-
-from icml26.hist._results import resolve_device
 from icml26.hist.demo import DemoConfig, run_demo
+from icml26.testing.command import dispatch
+from icml26.testing.results import resolve_device
 
 MODEL_NAMES = ("hist", "hist-no-tokens", "knn", "mlp")
 
@@ -307,29 +306,15 @@ def run_predict(cfg: PredictCLI) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = tyro.extras.subcommand_cli_from_dict(
+    return dispatch(
+        "icml26-hist",
+        "HiST: hierarchical sparse transformer, H&E -> spatial transcriptomics (arXiv 2606.14251).",
         {
-            "demo": DemoConfig,
-            "bench": BenchConfig,
-            "train": TrainCLI,
-            "evaluate": EvaluateCLI,
-            "predict": PredictCLI,
+            "demo": (DemoConfig, run_demo),
+            "bench": (BenchConfig, run_bench),
+            "train": (TrainCLI, run_train),
+            "evaluate": (EvaluateCLI, run_evaluate),
+            "predict": (PredictCLI, run_predict),
         },
-        prog="icml26-hist",
-        description="HiST: hierarchical sparse transformer, H&E -> spatial transcriptomics "
-        "(arXiv 2606.14251).",
-        args=sys.argv[1:] if argv is None else argv,
+        argv,
     )
-    run = {
-        DemoConfig: run_demo,
-        BenchConfig: run_bench,
-        TrainCLI: run_train,
-        EvaluateCLI: run_evaluate,
-        PredictCLI: run_predict,
-    }[type(cfg)]
-    try:
-        run(cfg)
-    except ValueError as e:
-        print(f"icml26-hist: error: {e}", file=sys.stderr)
-        return 2
-    return 0

@@ -41,8 +41,7 @@ Deviation from the paper's recipe, for a CPU budget: width 64 (paper 512), learn
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -51,17 +50,6 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.hist import cost
-from icml26.hist._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    package_version,
-    provenance,
-    resolve_device,
-    write_results,
-)
 from icml26.hist.baselines import BaselineConfig, KNNAttention, SpotMLP
 from icml26.hist.data import Slide, featurise_patches, load_her2st, load_her2st_subset
 from icml26.hist.genes import highly_expressed_genes, highly_variable_genes
@@ -70,6 +58,13 @@ from icml26.hist.metrics import average, gene_pearsons, slide_metrics
 from icml26.hist.model import HiST, HiSTConfig
 from icml26.hist.synthetic import SyntheticWorld, make_cohort
 from icml26.hist.train import TrainConfig, evaluate, predict, predict_log1p, train
+from icml26.testing.report import demo_config, finish_demo, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+)
 
 PACKAGE = "icml26-hist"
 MODELS = ("HiST", "HiST no tokens", "kNN attention", "MLP")
@@ -675,33 +670,31 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run the selected parts; write results.json and hist.png; return the results."""
     run_cfg = cfg.resolved()
     run_cfg.validate()
-    out = cfg.out or Path("runs") / "hist" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "hist")
     t0 = time.perf_counter()
     raw = experiment(run_cfg)
-    config = {k: (str(x) if isinstance(x, Path) else x) for k, x in asdict(run_cfg).items()}
     measurements = {k: x for k, x in raw.items() if k in PARTS}
     if "synthetic" in raw:  # the example map is for the plot only
         measurements["synthetic"] = {k: x for k, x in raw["synthetic"].items() if k != "example"}
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=package_version(PACKAGE, __file__),
+        module_file=__file__,
+        cfg=cfg,
         experiment="sparse hierarchical ST prediction: synthetic cohort, HER2ST LOSO, cost",
         claim="HiST's slide calibration tokens and sparse dyadic U-Net beat local and per-spot "
         "models, at a cost that grows with the number of spots, not the slide's area",
         headline=_headline(raw),
         judged=verdict(raw),
         metrics=_metrics(raw),
-        quick=run_cfg.quick,
         seconds=time.perf_counter() - t0,
-        config=config | {"command": demo_command("icml26-hist", cfg)},
+        config=demo_config(PACKAGE, cfg, recorded=run_cfg),
         seed=run_cfg.seed,
         device=raw["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__, _data_files(run_cfg, raw)),
+        data=_data_files(run_cfg, raw),
         measurements=measurements,
     )
     claims, v = results["claims"], results["verdict"]
-    write_results(out / "results.json", results)
     from icml26.hist.plots import plot_demo
 
     plot_demo(raw, out / "hist.png")

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from icml26.lipopu._results import resolve_device
+from icml26.testing.results import resolve_device
+from icml26.testing.timing import best_time
 
 
 @dataclass(frozen=True)
@@ -29,22 +30,6 @@ class BenchConfig:
     repeats: int = 3
     """Best of this many timings."""
     device: str = "auto"
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def _best_time(fn, repeats: int, device: str) -> float:
-    times = []
-    for _ in range(repeats):
-        _sync(device)
-        t0 = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def run_bench(cfg: BenchConfig) -> dict:
@@ -74,8 +59,8 @@ def _measure(cfg: BenchConfig, device: str) -> dict:
     bags = CompositionBags(table.composition)
     model = PocketAttentionMIL(PocketModelConfig(len(DESCRIPTORS))).to(device)
     forest = RandomForestClassifier(n_jobs=1, random_state=0).fit(table.descriptors, table.lipid)
-    t_mil = _best_time(lambda: predict_scores(model, X, bags), cfg.repeats, device)
-    t_rf = _best_time(lambda: forest.predict_proba(table.descriptors), cfg.repeats, "cpu")
+    t_mil = best_time(lambda: predict_scores(model, X, bags), cfg.repeats, device)
+    t_rf = best_time(lambda: forest.predict_proba(table.descriptors), cfg.repeats, "cpu")
     report = {
         "device": device,
         "pockets": len(table),
@@ -94,7 +79,7 @@ def _measure(cfg: BenchConfig, device: str) -> dict:
 
     one_epoch("bce")  # warm-up: first-call costs stay out of the timings
     for objective in ("bce", "nnpu", "pu_auc", "lipopu"):
-        epoch[objective] = _best_time(lambda o=objective: one_epoch(o), cfg.repeats, device)
+        epoch[objective] = best_time(lambda o=objective: one_epoch(o), cfg.repeats, device)
     report["seconds_per_epoch"] = epoch
     report["epoch_over_bce"] = {k: v / epoch["bce"] for k, v in epoch.items()}
     report["fpocket_rs_seconds"] = _fpocket_times()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -14,6 +13,7 @@ import tyro
 
 from icml26.lipopu.bench import BenchConfig, run_bench
 from icml26.lipopu.demo import DemoConfig, run_demo
+from icml26.testing.command import dispatch
 
 
 @dataclass(frozen=True)
@@ -86,11 +86,11 @@ def run_train(cfg: TrainCli) -> Path:
     import torch
     import torch.distributed as dist
 
-    from icml26.lipopu._results import resolve_device
     from icml26.lipopu.data import DESCRIPTORS, Standardiser, grouped_split, scar_labels
     from icml26.lipopu.model import PocketAttentionMIL, PocketModelConfig
     from icml26.lipopu.predict import save_predictor
     from icml26.lipopu.train import CompositionBags, TrainConfig, fit
+    from icml26.testing.results import resolve_device
 
     device = resolve_device(cfg.device)
     table = _table(cfg.slipp, cfg.synthetic)
@@ -144,11 +144,11 @@ def _prior(cfg: TrainCli, table, std, observed, split) -> list[float]:
 
 
 def run_evaluate(cfg: EvaluateCli) -> dict:
-    from icml26.lipopu._results import resolve_device
     from icml26.lipopu.data import grouped_split
     from icml26.lipopu.metrics import ranking_metrics
     from icml26.lipopu.predict import load_predictor
     from icml26.lipopu.train import CompositionBags, predict_scores
+    from icml26.testing.results import resolve_device
 
     device = resolve_device(cfg.device)
     model, std, _, meta = load_predictor(cfg.checkpoint)
@@ -185,23 +185,15 @@ def run_predict(cfg: PredictCli) -> list:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = tyro.extras.subcommand_cli_from_dict(
+    return dispatch(
+        "icml26-lipopu",
+        "LipoPU: positive-unlabeled lipid-binding pocket prediction.",
         {
-            "demo": DemoConfig,
-            "train": TrainCli,
-            "evaluate": EvaluateCli,
-            "predict": PredictCli,
-            "bench": BenchConfig,
+            "demo": (DemoConfig, run_demo),
+            "train": (TrainCli, run_train),
+            "evaluate": (EvaluateCli, run_evaluate),
+            "predict": (PredictCli, run_predict),
+            "bench": (BenchConfig, run_bench),
         },
-        prog="icml26-lipopu",
-        description="LipoPU: positive-unlabeled lipid-binding pocket prediction.",
-        args=sys.argv[1:] if argv is None else argv,
+        argv,
     )
-    runners = {DemoConfig: run_demo, TrainCli: run_train, EvaluateCli: run_evaluate,
-               PredictCli: run_predict, BenchConfig: run_bench}  # fmt: skip
-    try:
-        runners[type(cfg)](cfg)
-    except ValueError as e:
-        print(f"icml26-lipopu: error: {e}", file=sys.stderr)
-        return 2
-    return 0

@@ -21,25 +21,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from icml26.lipopu._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    package_version,
-    provenance,
-    resolve_device,
-    summarise,
-    write_results,
-)
 from icml26.lipopu.baselines import (
     BASELINES,
     composition_features,
@@ -61,6 +49,14 @@ from icml26.lipopu.data import (
 from icml26.lipopu.metrics import ranking_metrics
 from icml26.lipopu.model import PocketAttentionMIL, PocketModelConfig
 from icml26.lipopu.train import CompositionBags, TrainConfig, fit, predict_scores
+from icml26.testing.report import finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+    summarise,
+)
 
 OBJECTIVES = ("bce", "nnpu", "pu_auc", "lipopu")
 SURROGATE = {"bce": None, "nnpu": "logistic", "pu_auc": "sigmoid", "lipopu": "logistic"}
@@ -595,7 +591,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run, judge, write results.json and the figures, print the table; return the results."""
     from icml26.lipopu.plots import plot_case_study, plot_study
 
-    out = cfg.out or Path("runs") / "lipopu" / time.strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "lipopu")
     t0 = time.perf_counter()
     raw = experiment(cfg)
     metrics = summary_table(raw)
@@ -604,9 +600,11 @@ def run_demo(cfg: DemoConfig) -> dict:
     metrics["baseline"] = metrics[f"{_chosen_on_validation(raw, c, BASELINES)} @ c={c:g}"]
     keep = ("data", "runs", "multilabel", "case_study", "fractions", "seeds", "ablation_c",
             "prior_factors")  # fmt: skip
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package="icml26-lipopu",
-        version=package_version("icml26-lipopu", __file__),
+        module_file=__file__,
+        cfg=cfg,
         experiment="SCAR label fractions on SLiPP pockets: BCE / nnPU / PU-AUC / LipoPU on "
         "one attention-MIL model, 5 supervised baselines, correction / pooling / bag / prior / "
         "multi-label ablations, 1a28 case study",
@@ -616,20 +614,16 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=headline(raw),
         judged=verdict(raw),
         metrics=metrics,
-        quick=cfg.quick,
         seconds=time.perf_counter() - t0,
-        config={**_jsonable(asdict(cfg)), "command": demo_command("icml26-lipopu", cfg)},
         seed=0,
         device=raw["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__, _data_files(cfg)),
+        data=_data_files(cfg),
         measurements={k: raw[k] for k in keep},
     )
     out.mkdir(parents=True, exist_ok=True)
     plot_study(raw, out / "study.png")
     if "skipped" not in raw["case_study"]:
         plot_case_study(raw["case_study"], out / "case_study.png")
-    write_results(out / "results.json", results)
     _print(results)
     return results
 
@@ -663,6 +657,4 @@ def _print(results: dict) -> None:
                  ("auroc", "auprc", "precision_at_recall_0.5")]  # fmt: skip
         print(f"{k:38s} " + " ".join(f"{c:>13s}" for c in cells))
     print()
-    for row in results["claims"]:
-        print(f"[{row['verdict']}] {row['claim']}\n    {row['evidence']}")
-    print(f"\nverdict: {results['verdict']}")
+    print_verdicts(results)

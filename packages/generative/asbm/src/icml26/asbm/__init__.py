@@ -12,7 +12,6 @@ ODE and SDE samplers; one-step distillation; independent, minibatch-OT and Schr√
 and a classifier-feature Fr√©chet proxy.
 """
 
-from icml26.asbm._results import package_version
 from icml26.asbm.asbm import (
     ASBM,
     ReplayBuffer,
@@ -24,6 +23,7 @@ from icml26.asbm.baselines import FlowMatching, Reflow, ot_pairing, sb_pairing, 
 from icml26.asbm.metrics import frechet_distance, mmd, sliced_w2, straightness
 from icml26.asbm.nets import MLP, TinyUNet
 from icml26.asbm.sde import VPSDE, BrownianSDE, GaussianEnergy
+from icml26.testing.results import package_version
 
 # The version lives in pyproject.toml only (installed metadata, or the source tree's file).
 __version__ = package_version("icml26-asbm", __file__)

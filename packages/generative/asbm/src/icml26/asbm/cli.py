@@ -3,20 +3,19 @@
 Also ``python -m icml26.asbm``.
 """
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import tyro
 
-from icml26.asbm._results import resolve_device
 from icml26.asbm.asbm import ASBM
 from icml26.asbm.data import TOYS, digits, faces, load_array
 from icml26.asbm.demo import DemoConfig, run_demo
 from icml26.asbm.metrics import mmd, sliced_w2
 from icml26.asbm.nets import TinyUNet
 from icml26.asbm.sde import VPSDE, BrownianSDE, GaussianEnergy
+from icml26.testing.command import dispatch
+from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)
@@ -134,20 +133,13 @@ def run_evaluate(cfg: EvaluateConfig) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = tyro.extras.subcommand_cli_from_dict(
-        {"demo": DemoConfig, "train": TrainConfig, "evaluate": EvaluateConfig},
-        prog="icml26-asbm",
-        description="Adjoint Schrödinger Bridge Matching (arXiv 2602.15396).",
-        args=sys.argv[1:] if argv is None else argv,
+    return dispatch(
+        "icml26-asbm",
+        "Adjoint Schrödinger Bridge Matching (arXiv 2602.15396).",
+        {
+            "demo": (DemoConfig, run_demo),
+            "train": (TrainConfig, run_train),
+            "evaluate": (EvaluateConfig, run_evaluate),
+        },
+        argv,
     )
-    try:
-        if isinstance(cfg, DemoConfig):
-            run_demo(cfg)
-        elif isinstance(cfg, TrainConfig):
-            run_train(cfg)
-        else:
-            run_evaluate(cfg)
-    except ValueError as e:
-        print(f"icml26-asbm: error: {e}", file=sys.stderr)
-        return 2
-    return 0

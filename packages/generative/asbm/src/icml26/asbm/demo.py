@@ -14,26 +14,14 @@ steps (and one for the distilled generator): ASBM against the best baseline at t
 steps, paired over seeds, a difference inside the 95% interval being a tie.
 """
 
-import json
 import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 
 import torch
 
-from icml26.asbm._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    provenance,
-    resolve_device,
-    write_results,
-)
 from icml26.asbm.asbm import ASBM, TRAIN_COST
 from icml26.asbm.baselines import FlowMatching, Reflow
 from icml26.asbm.data import TOYS, digits, lfw
@@ -49,6 +37,13 @@ from icml26.asbm.metrics import (
 )
 from icml26.asbm.nets import MLP, TinyUNet
 from icml26.asbm.sde import BrownianSDE, GaussianEnergy
+from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+)
 
 PACKAGE = "icml26-asbm"
 BASELINES = ("CFM", "OT-CFM", "SB-CFM", "Reflow")
@@ -578,13 +573,15 @@ def _headline(results: dict) -> str:
 
 def run_demo(cfg: DemoConfig) -> dict:
     """Run the experiment, write results.json and the plots into the run folder, return results."""
-    out = cfg.out or Path("runs") / "asbm" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "asbm")
     start = time.perf_counter()
     measured = experiment(cfg)
     run = cfg.resolved()
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=_version(),
+        module_file=__file__,  # moons are generated; digits and LFW ship with sklearn
+        cfg=cfg,
         experiment="quality vs sampling steps at equal training compute, ASBM vs CFM, "
         f"OT-CFM, SB-CFM and reflow, on {', '.join(measured['problems'])}",
         claim="a learned Schrödinger-bridge coupling gives nearly straight paths: good samples "
@@ -592,23 +589,16 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=_headline(measured),
         judged=verdict(measured),
         metrics=_metrics(measured),
-        quick=cfg.quick,
         seconds=time.perf_counter() - start,
-        config={
-            **json.loads(json.dumps(asdict(run), default=str)),
-            "command": demo_command("icml26-asbm", cfg),
-        },
+        config=demo_config(PACKAGE, cfg, recorded=run),
         seed=run.seeds[0],
         device=measured["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__),  # moons are generated; digits and LFW ship with sklearn
         measurements={
             "seeds": list(run.seeds),
             "steps": measured["steps"],  # with "problems": what verdict() reads
             "problems": _finite_tree(measured["problems"]),
         },
     )
-    write_results(out / "results.json", results)
     from icml26.asbm.plots import plot_quality, plot_rounds, plot_samples
 
     plot_quality(measured["problems"], out / "quality_vs_steps.png")
@@ -637,12 +627,6 @@ def _finite_tree(obj):
     return obj
 
 
-def _version() -> str:
-    from icml26.asbm import __version__
-
-    return __version__
-
-
 def _print(problems: dict, results: dict, out: Path) -> None:
     for name, p in problems.items():
         m, key = p["metrics"], p["metric"]
@@ -665,6 +649,4 @@ def _print(problems: dict, results: dict, out: Path) -> None:
                   f"{r['mmd_prior']:.4f}, {r['corrector_loss']:.2f} "
                   f"({r['corrector_linear_floor']:.2f})")  # fmt: skip
     print()
-    for c in results["claims"]:
-        print(f"[{c['verdict']}] {c['claim']}")
-    print(f"verdict: {results['verdict']}  ({results['seconds']:.1f} s)  -> {out / 'results.json'}")
+    print_verdicts(results, out)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -15,6 +14,7 @@ import tyro
 
 from icml26.fahnes.bench import BenchConfig, run_bench
 from icml26.fahnes.demo import DemoConfig, run_demo
+from icml26.testing.command import dispatch
 
 DATASETS = ("planar", "sbm", "trees", "hypergraph-sbm", "meshes")
 
@@ -139,16 +139,15 @@ def sample_cli(cfg: SampleCli) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = tyro.extras.subcommand_cli_from_dict(
-        {"demo": DemoConfig, "train": TrainCli, "sample": SampleCli, "bench": BenchConfig},
-        prog="icml26-fahnes",
-        description="FAHNES: featured graph and hypergraph generation by next-scale prediction.",
-        args=sys.argv[1:] if argv is None else argv,
+    return dispatch(
+        "icml26-fahnes",
+        "FAHNES: featured graph and hypergraph generation by next-scale prediction.",
+        {
+            "demo": (DemoConfig, run_demo),
+            "train": (TrainCli, train_cli),
+            "sample": (SampleCli, sample_cli),
+            "bench": (BenchConfig, run_bench),
+        },
+        argv,
+        errors=(ValueError, FileNotFoundError),
     )
-    run = {DemoConfig: run_demo, TrainCli: train_cli, SampleCli: sample_cli, BenchConfig: run_bench}
-    try:
-        run[type(cfg)](cfg)
-    except (ValueError, FileNotFoundError) as e:
-        print(f"icml26-fahnes: error: {e}", file=sys.stderr)
-        return 2
-    return 0

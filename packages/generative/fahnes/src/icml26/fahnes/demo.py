@@ -24,23 +24,19 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from icml26.fahnes._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    package_version,
-    provenance,
-    resolve_device,
-    write_results,
-)
 from icml26.fahnes.baselines import FlatConfig, FlatModel, erdos_renyi_like
 from icml26.fahnes.bench import cost_sweep
 from icml26.fahnes.data import mesh_family, planar_graphs, pyvista_mesh, split
 from icml26.fahnes.metrics import graph_metrics, mesh_metrics
 from icml26.fahnes.model import FahnesConfig, FahnesModel
 from icml26.fahnes.train import FitConfig, fit
+from icml26.testing.report import finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+)
 
 __all__ = ["DemoConfig", "claims", "experiment", "run_demo", "verdict", "welch_interval"]
 
@@ -436,16 +432,18 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run, judge, write results.json and the pictures, print the table; return the results."""
     from icml26.fahnes.plots import plot_cost, plot_samples
 
-    out = cfg.out or Path("runs") / "fahnes" / time.strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "fahnes")
     t0 = time.perf_counter()
     raw = experiment(cfg)
     metrics = summary_table(raw["runs"])
     metrics["method"], metrics["baseline"] = metrics["planar FAHNES"], metrics["planar flat"]
     m, b = metrics["method"], metrics["baseline"]
     er = metrics.get(f"planar {ER}", {})
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package="icml26-fahnes",
-        version=package_version("icml26-fahnes", __file__),
+        module_file=__file__,  # planar graphs and meshes are generated
+        cfg=cfg,
         experiment="featured planar graphs (n = 64, coordinates), a mesh family, and sampling "
         "cost up to n = 2,048: FAHNES against a flat dense-diffusion model of the same size and "
         "the Erdős–Rényi G(n, m) floor",
@@ -456,26 +454,13 @@ def run_demo(cfg: DemoConfig) -> dict:
         f"V.U.N. {m['V.U.N.']:.2f} vs {b['V.U.N.']:.2f}",
         judged=verdict(raw),
         metrics=metrics,
-        quick=cfg.quick,
         seconds=time.perf_counter() - t0,
-        config={
-            **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
-            "command": demo_command("icml26-fahnes", cfg),
-        },
         seed=0,
         device="cpu",
-        torch_version=torch.__version__,
-        provenance=provenance(__file__),  # planar graphs and meshes are generated
         measurements={"runs": raw["runs"], "cost": raw["cost"]},
     )
-    out.mkdir(parents=True, exist_ok=True)
-    write_results(out / "results.json", results)
     plot_samples(raw["keep"], out / "samples.png")
     plot_cost(raw["cost"], out / "cost.png")
     print(f"\nicml26-fahnes {results['version']}: {results['headline']}")
-    for row in results["claims"]:
-        print(f"- [{row['verdict']}] {row['claim']}\n    {row['evidence']}")
-    for c in results["controls"]:
-        print(f"- {c['kind']} control {'passed' if c['passed'] else 'FAILED'}: {c['name']}")
-    print(f"verdict: {results['verdict']}  ({results['seconds']:.0f} s; {out})")
+    print_verdicts(results, out)
     return results

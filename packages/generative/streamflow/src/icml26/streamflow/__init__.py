@@ -16,11 +16,11 @@ transformers), ``VaeDecoder`` / ``encode_image``, ``from_pipe`` (a stream from a
 diffusers pipeline), the sequential baseline, and a digits model trained here.
 """
 
-from icml26.streamflow._results import package_version
 from icml26.streamflow.adapters import DiffusersDenoiser, VaeDecoder, encode_image, from_pipe
 from icml26.streamflow.model import digits_images, train_flow_matching, unet
 from icml26.streamflow.pipeline import StreamPipeline, sequential_sample
 from icml26.streamflow.scheduler import BatchedFlowScheduler, PeRFlowWindows, flux_mu
+from icml26.testing.results import package_version
 
 # The version lives in pyproject.toml only (installed metadata, or the source tree's file).
 __version__ = package_version("icml26-streamflow", __file__)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml26.streamflow.pipeline import StreamPipeline, model_device, model_dtype
+from icml26.streamflow.pipeline import StreamPipeline, VaeDecoder, model_device, model_dtype
 from icml26.streamflow.scheduler import BatchedFlowScheduler, PeRFlowWindows, flux_mu
 
 __all__ = ["DiffusersDenoiser", "VaeDecoder", "encode_image", "from_pipe"]
@@ -169,24 +169,6 @@ class DiffusersDenoiser(nn.Module):
                 torch.zeros(text_len, 3, device=device, dtype=dtype),
             )
         return self._ids[key]
-
-
-class VaeDecoder(nn.Module):
-    """``z (B, C, h, w) latents -> images (B, 3, H, W)`` in [-1, 1] through a diffusers VAE
-    (``AutoencoderKL``, ``AutoencoderTiny``, ...): ``vae.decode(z / scaling_factor +
-    shift_factor)`` as diffusers pipelines do, in the VAE's dtype."""
-
-    def __init__(self, vae: nn.Module):
-        super().__init__()
-        if not hasattr(vae, "decode"):
-            raise TypeError(f"vae must have a decode method, got {type(vae).__name__}")
-        self.vae = vae
-        self.scaling = float(vae.config.get("scaling_factor", None) or 1.0)
-        self.shift = float(vae.config.get("shift_factor", None) or 0.0)
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        z = z.to(model_dtype(self.vae))
-        return self.vae.decode(z / self.scaling + self.shift, return_dict=False)[0]
 
 
 def encode_image(

@@ -19,11 +19,11 @@ from typing import Literal
 
 import torch
 
-from icml26.streamflow._results import resolve_device
 from icml26.streamflow.adapters import DiffusersDenoiser
 from icml26.streamflow.model import unet
 from icml26.streamflow.pipeline import StreamPipeline, model_device, sequential_sample
 from icml26.streamflow.scheduler import BatchedFlowScheduler
+from icml26.testing.results import resolve_device
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 LOOP, STEADY = "(a) sequential loop", "(e) stream steady, {backend}"

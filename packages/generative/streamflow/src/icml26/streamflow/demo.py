@@ -20,32 +20,27 @@ repeats within one run, judged as ratios):
      here" and its evidence gives the measured ratios.
 """
 
-import json
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
-from icml26.streamflow._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    provenance,
-    resolve_device,
-    summarise,
-    write_results,
-)
 from icml26.streamflow.adapters import DiffusersDenoiser
 from icml26.streamflow.bench import LOOP, STEADY, measure
 from icml26.streamflow.model import digits_images, train_flow_matching, unet
 from icml26.streamflow.pipeline import StreamPipeline, sequential_sample
 from icml26.streamflow.reference import PeRFlowSequential
 from icml26.streamflow.scheduler import PeRFlowWindows
+from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+    summarise,
+)
 
 PACKAGE = "icml26-streamflow"
 PAPER_SPEEDUP = 6.1
@@ -341,7 +336,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run the comparison; write results.json and streamflow.png; return the results."""
     cfg.validate()
     run_cfg = cfg.resolved()
-    out = cfg.out or Path("runs") / "streamflow" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "streamflow")
     start = time.perf_counter()
     raw = experiment(run_cfg)
     tables = raw["tables"]
@@ -351,9 +346,11 @@ def run_demo(cfg: DemoConfig) -> dict:
         for k, t in tables.items()
     }
     per_n = {k: _ratio(t, _batch_arm(t)) for k, t in tables.items()}
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=_version(),
+        module_file=__file__,
+        cfg=cfg,
         experiment=f"flow-matching UNets, N in {list(run_cfg.num_steps)} steps, "
         f"M={run_cfg.images} images, {raw['device']} {run_cfg.threads} thread(s): sequential vs "
         "batched vs stream, flow-matching Euler and PeRFlow windows",
@@ -370,14 +367,10 @@ def run_demo(cfg: DemoConfig) -> dict:
             },
             "baseline": {f"{k} bulk batch speedup": v for k, v in bulk.items()},
         },
-        quick=run_cfg.quick,
         seconds=time.perf_counter() - start,
-        config=json.loads(json.dumps(asdict(run_cfg), default=str))
-        | {"command": demo_command("icml26-streamflow", cfg)},
+        config=demo_config("icml26-streamflow", cfg, recorded=run_cfg),
         seed=run_cfg.seed,
         device=raw["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__),  # sklearn's bundled digits: part of a pinned wheel
         measurements={
             "exact": raw["exact"],
             "tables": tables,
@@ -386,12 +379,11 @@ def run_demo(cfg: DemoConfig) -> dict:
             "images": raw["images"],
         },
     )
-    write_results(out / "results.json", results)
     from icml26.streamflow.plots import plot_demo
 
     samples = {k: torch.tensor(v) for k, v in raw["samples"].items()}
     plot_demo(samples["sequential"], samples["stream"], tables, out / "streamflow.png")
-    _print_table(tables, results["claims"], results["verdict"], results["seconds"], out)
+    _print_table(tables, results, out)
     return results
 
 
@@ -407,15 +399,13 @@ def _headline(raw: dict, steady: dict, bulk: dict) -> str:
     )
 
 
-def _print_table(tables: dict, claims: list[dict], verdict_: str, seconds: float, out: Path):
+def _print_table(tables: dict, results: dict, out: Path):
     from icml26.streamflow.bench import print_table
 
     for name, t in tables.items():
         print_table(name, t)
     print("\nclaims:")
-    for r in claims:
-        print(f"  {r['verdict']:<15} {r['claim']}\n  {'':<15} {r['evidence']}")
-    print(f"verdict: {verdict_}  ({seconds:.1f} s)  -> {out / 'results.json'}")
+    print_verdicts(results, out)
 
 
 def _version() -> str:

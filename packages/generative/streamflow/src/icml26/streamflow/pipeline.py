@@ -300,11 +300,27 @@ class StreamPipeline:
                 self._step(latents, stage, self.cond, self._uncond_batch)
 
 
+class VaeDecoder(nn.Module):
+    """``z (B, C, h, w) latents -> images (B, 3, H, W)`` in [-1, 1] through a diffusers VAE
+    (``AutoencoderKL``, ``AutoencoderTiny``, ...): ``vae.decode(z / scaling_factor +
+    shift_factor)`` as diffusers pipelines do, in the VAE's dtype."""
+
+    def __init__(self, vae: nn.Module):
+        super().__init__()
+        if not hasattr(vae, "decode"):
+            raise TypeError(f"vae must have a decode method, got {type(vae).__name__}")
+        self.vae = vae
+        self.scaling = float(vae.config.get("scaling_factor", None) or 1.0)
+        self.shift = float(vae.config.get("shift_factor", None) or 0.0)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        z = z.to(model_dtype(self.vae))
+        return self.vae.decode(z / self.scaling + self.shift, return_dict=False)[0]
+
+
 def _decoder(decode):
     if decode is None or not hasattr(decode, "decode") or not hasattr(decode, "config"):
         return decode
-    from icml26.streamflow.adapters import VaeDecoder
-
     return VaeDecoder(decode)
 
 

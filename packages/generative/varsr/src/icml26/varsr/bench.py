@@ -8,10 +8,11 @@ models would. Tiles per second of both, in one process, and their ratio."""
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 
 import torch
+
+from icml26.testing.timing import best_time
 
 
 @dataclass(frozen=True)
@@ -29,22 +30,8 @@ class BenchConfig:
             raise ValueError("--tiles and --repeats must be >= 1")
 
 
-def _time(fn, repeats: int, device: str) -> float:
-    fn()  # warm-up
-    best = float("inf")
-    for _ in range(repeats):
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        t = time.perf_counter()
-        fn()
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def run_bench(cfg: BenchConfig) -> dict:
-    from icml26.varsr._results import resolve_device
+    from icml26.testing.results import resolve_device
     from icml26.varsr.tokenizer import MultiScaleRQ, TokenizerConfig
     from icml26.varsr.var import VARConfig, VARTransformer
 
@@ -59,9 +46,9 @@ def run_bench(cfg: BenchConfig) -> dict:
     var = VARTransformer(tok, VARConfig()).to(device).eval()
     lr = torch.rand(cfg.tiles, 3, var.lr_side, var.lr_side, device=device)
     half = var.scales[-1] // 2  # the token side of the x2 output
-    one = _time(lambda: var.generate(lr, return_scales=True), cfg.repeats, device)
-    x2_only = _time(lambda: var.generate(lr, stop_at=half), cfg.repeats, device)
-    x4_only = _time(lambda: var.generate(lr), cfg.repeats, device)
+    one = best_time(lambda: var.generate(lr, return_scales=True), cfg.repeats, device, warmup=1)
+    x2_only = best_time(lambda: var.generate(lr, stop_at=half), cfg.repeats, device, warmup=1)
+    x4_only = best_time(lambda: var.generate(lr), cfg.repeats, device, warmup=1)
     report = {"device": device, "tiles": cfg.tiles,
               "one_pass_tiles_per_s": cfg.tiles / one,
               "per_scale_tiles_per_s": cfg.tiles / (x2_only + x4_only),

@@ -5,12 +5,12 @@ patches; gradients are averaged across ranks)."""
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import tyro
 
+from icml26.testing.command import dispatch
 from icml26.varsr.bench import BenchConfig, run_bench
 from icml26.varsr.demo import DemoConfig, run_demo
 
@@ -80,7 +80,7 @@ def train_cli(cfg: TrainCli) -> None:
     import torch
     import torch.distributed as dist
 
-    from icml26.varsr._results import resolve_device
+    from icml26.testing.results import resolve_device
     from icml26.varsr.data import load_data, patches
     from icml26.varsr.pretrained import save_pretrained
     from icml26.varsr.tokenizer import MultiScaleRQ, TokenizerConfig
@@ -135,7 +135,7 @@ def train_cli(cfg: TrainCli) -> None:
 
 
 def upscale_cli(cfg: UpscaleCli) -> None:
-    from icml26.varsr._results import resolve_device
+    from icml26.testing.results import resolve_device
     from icml26.varsr.pretrained import load_pretrained
     from icml26.varsr.upscale import upscale
 
@@ -151,17 +151,15 @@ def upscale_cli(cfg: UpscaleCli) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = tyro.extras.subcommand_cli_from_dict(
-        {"demo": DemoConfig, "train": TrainCli, "upscale": UpscaleCli, "bench": BenchConfig},
-        prog="icml26-varsr",
-        description="VAR super-resolution with hierarchical tokenization and DPO.",
-        args=sys.argv[1:] if argv is None else argv,
+    return dispatch(
+        "icml26-varsr",
+        "VAR super-resolution with hierarchical tokenization and DPO.",
+        {
+            "demo": (DemoConfig, run_demo),
+            "train": (TrainCli, train_cli),
+            "upscale": (UpscaleCli, upscale_cli),
+            "bench": (BenchConfig, run_bench),
+        },
+        argv,
+        errors=(ValueError, FileNotFoundError),
     )
-    run = {DemoConfig: run_demo, TrainCli: train_cli, UpscaleCli: upscale_cli,
-           BenchConfig: run_bench}  # fmt: skip
-    try:
-        run[type(cfg)](cfg)
-    except (ValueError, FileNotFoundError) as e:
-        print(f"icml26-varsr: error: {e}", file=sys.stderr)
-        return 2
-    return 0

@@ -18,22 +18,18 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from icml26.varsr._results import (
-    assemble_results,
+from icml26.testing.report import finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
     claim_row,
     control,
-    demo_command,
     judge,
-    package_version,
-    provenance,
     resolve_device,
-    write_results,
 )
 
 GRID = 96
@@ -370,15 +366,17 @@ def summary_table(raw: dict) -> dict[str, dict[str, float]]:
 
 def run_demo(cfg: DemoConfig) -> dict:
     """Run, judge, write results.json, print the table; return the results."""
-    out = cfg.out or Path("runs") / "varsr" / time.strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "varsr")
     t0 = time.perf_counter()
     raw = experiment(cfg)
     metrics = summary_table(raw)
     metrics["method"], metrics["baseline"] = metrics["VAR-HIT+DPO"], metrics["bicubic"]
     m = metrics
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package="icml26-varsr",
-        version=package_version("icml26-varsr", __file__),
+        module_file=__file__,
+        cfg=cfg,
         experiment="x4 / x2 super-resolution of held-out natural images: bicubic, ESPCN, "
         "VAR-RQ, VAR-HIT, VAR-HIT+DPO trained on 32x32 patches",
         claim="a VAR with hierarchical tokenization and DPO regularisation super-resolves "
@@ -387,23 +385,13 @@ def run_demo(cfg: DemoConfig) -> dict:
         f"{m['ESPCN']['psnr_x4']:.2f}, bicubic {m['bicubic']['psnr_x4']:.2f}",
         judged=verdict(raw),
         metrics=metrics,
-        quick=cfg.quick,
         seconds=time.perf_counter() - t0,
-        config={
-            **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
-            "command": demo_command("icml26-varsr", cfg),
-        },
         seed=0,
         device=raw["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__),  # skimage's bundled images: part of a pinned wheel
         measurements={"runs": raw["runs"]},
     )
     out.mkdir(parents=True, exist_ok=True)
-    write_results(out / "results.json", results)
     picture_grid(raw["grid"], out / "grid.png", raw["grid_image"])
     print(f"\nicml26-varsr {results['version']}: {results['headline']}")
-    for row in results["claims"]:
-        print(f"- [{row['verdict']}] {row['claim']}\n    {row['evidence']}")
-    print(f"verdict: {results['verdict']}  ({results['seconds']:.0f} s)")
+    print_verdicts(results)
     return results

@@ -13,15 +13,8 @@
 from icml26.entquant.coding import EncodedCodes, decode, encode, entropy_bits
 from icml26.entquant.compress import compress_streaming
 from icml26.entquant.hf import EntQuantConfig
-from icml26.entquant.layers import (
-    DecodeCache,
-    EntQuantLinear,
-    LayerReport,
-    QuantizeReport,
-    quantize,
-    set_decode_cache,
-    target_linears,
-)
+from icml26.entquant.layers import LayerReport, QuantizeReport, quantize, target_linears
+from icml26.entquant.linear import DecodeCache, EntQuantLinear, set_decode_cache
 from icml26.entquant.quantize import QuantizedWeight, quantize_linear
 from icml26.entquant.storage import bits_per_param, load_compressed, save_compressed
 

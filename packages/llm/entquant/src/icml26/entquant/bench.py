@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,10 +21,11 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.entquant import coding, models
-from icml26.entquant._results import resolve_device
 from icml26.entquant.layers import quantize
 from icml26.entquant.quantize import quantize_linear
 from icml26.kernels.entropy import rans_decode_numpy, rans_decode_reference
+from icml26.testing.results import resolve_device
+from icml26.testing.timing import median_time
 
 
 @dataclass(frozen=True)
@@ -60,18 +60,6 @@ class BenchConfig:
             raise ValueError("rows, cols, repeats, threads, gpt_dim and gpt_layers must be >= 1")
 
 
-def _median_time(fn, repeats: int, device: str = "cpu") -> float:
-    cuda = device.startswith("cuda")
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        if cuda:  # kernels launch asynchronously: time them to completion
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
-
-
 def run_bench(cfg: BenchConfig) -> dict:
     cfg.validate()
     if cfg.load_memory is not None:
@@ -98,7 +86,7 @@ def run_bench(cfg: BenchConfig) -> dict:
     print(f"matrix {cfg.rows} x {cfg.cols}, {cfg.threads} thread(s), device {cfg.device}")
     quantize_linear(w[:8], 1.0, max_iter=2)  # warm-up: the first optimiser call imports a lot
     for lam in tqdm(cfg.lambdas, desc="compress", leave=False):
-        t = _median_time(
+        t = median_time(
             lambda lam=lam: coding.encode(quantize_linear(w, lam).codes), cfg.repeats, cfg.device
         )
         out["compression params/s"][lam] = n / t
@@ -125,7 +113,7 @@ def run_bench(cfg: BenchConfig) -> dict:
         decoders["rANS Triton kernel (CUDA)"] = kernel
     for name, fn in decoders.items():
         fn()
-        t = _median_time(fn, cfg.repeats)
+        t = median_time(fn, cfg.repeats)
         out["decode MB/s"][name] = mb / t
         print(f"decode {name}: {mb / t:.1f} MB/s of codes")
     model = models.tiny_gpt(cfg.seed, cfg.gpt_dim, cfg.gpt_layers, device=cfg.device).eval()
@@ -135,7 +123,7 @@ def run_bench(cfg: BenchConfig) -> dict:
         times = {}
         for name, m in variants.items():
             m(input_ids=x)
-            times[name] = _median_time(lambda m=m: m(input_ids=x), cfg.repeats, cfg.device)
+            times[name] = median_time(lambda m=m: m(input_ids=x), cfg.repeats, cfg.device)
     # resident bytes, measured for the dense and EntQuant variants (NF4's and HQQ's scales live
     # outside their modules' tensors, so only their codes would be counted: not reported)
     memory = {n: _linear_bytes(m) for n, m in variants.items() if not n.startswith(("NF4", "HQQ"))}
@@ -188,7 +176,7 @@ def inference_variants(model, lam: float) -> dict:
     """The tiny GPT as dense fp32 and bf16, EntQuant (lazy, cached, a shared decode cache of
     half the dense linears' size) and, where their packages run here, NF4 (bitsandbytes) and
     4-bit HQQ (its PyTorch backend): {name: model}."""
-    from icml26.entquant.layers import set_decode_cache
+    from icml26.entquant.linear import set_decode_cache
 
     _UNAVAILABLE.clear()
     variants = {"dense fp32": model, "dense bf16": copy.deepcopy(model).to(torch.bfloat16)}

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import torch
 
-from icml26.entquant._results import resolve_device
 from icml26.entquant.layers import quantize
 from icml26.entquant.storage import _atomic_write, bits_per_param, save_compressed
+from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)

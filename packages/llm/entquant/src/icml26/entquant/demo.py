@@ -22,31 +22,25 @@ over evaluation windows; "matches" when the interval of EntQuant / GPTQ ends at 
 from __future__ import annotations
 
 import copy
-import json
 import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
 from pathlib import Path
 
 import torch
 
 from icml26.entquant import models
-from icml26.entquant._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    package_version,
-    provenance,
-    resolve_device,
-    write_results,
-)
 from icml26.entquant.baselines import BASELINES, gptq_layers, missing_baselines
 from icml26.entquant.layers import quantize, target_linears
 from icml26.entquant.storage import bits_per_param, load_compressed, save_compressed
+from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+)
 
 PACKAGE = "icml26-entquant"
 MODELS = ("tiny-gpt", "minilm", "smollm2")
@@ -533,16 +527,18 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run the sweep on every model; write results.json and entquant.png; return the results."""
     cfg.validate()
     asked, cfg = cfg, replace(cfg.resolved(), device=resolve_device(cfg.device))
-    out = cfg.out or Path("runs") / "entquant" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "entquant")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     measured = experiment(cfg, out / "checkpoints" if cfg.keep_checkpoints else None)
     method_key, base_key = _headline_pair(measured, cfg)
     per_model = measured["models"]
     first = per_model[cfg.models[0]]["rows"]
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=package_version(PACKAGE, __file__),
+        module_file=__file__,
+        cfg=cfg,
         experiment=f"rate-distortion of EntQuant ({cfg.qtype}) vs RTN/NF4/HQQ and GPTQ on "
         + ", ".join(cfg.models),
         claim="EntQuant matches data-dependent methods below 4 bits per parameter and "
@@ -554,19 +550,13 @@ def run_demo(cfg: DemoConfig) -> dict:
             "baseline": first[base_key],
             **{f"{m} {k}": v for m, r in per_model.items() for k, v in r["rows"].items()},
         },
-        quick=cfg.quick,
         seconds=time.perf_counter() - start,
-        config={
-            **json.loads(json.dumps(asdict(cfg), default=str)),
-            "command": demo_command(PACKAGE, asked),
-        },
+        config=demo_config(PACKAGE, asked, recorded=cfg),
         seed=cfg.seed,
         device=measured["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__, models.data_files(cfg.models)),
+        data=models.data_files(cfg.models),
         measurements={k: v for k, v in measured.items() if k != "device"},
     )
-    write_results(out / "results.json", results)
     from icml26.entquant.plots import plot_rate_distortion
 
     plot_rate_distortion(results, out / "entquant.png")
@@ -630,6 +620,4 @@ def _print(results: dict, out: Path) -> None:
             f"{results['extrapolated 70B minutes']:,.0f} min"
         )
     print("\nclaims:")
-    for c in results["claims"]:
-        print(f"  {c['verdict']:<16s}{c['claim']}\n  {'':16s}{c['evidence']}")
-    print(f"\nverdict: {results['verdict']}   ({results['seconds']:.0f} s; results in {out})")
+    print_verdicts(results, out)

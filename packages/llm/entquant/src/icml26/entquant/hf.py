@@ -31,7 +31,7 @@ from torch import nn
 from transformers.quantizers import HfQuantizer, register_quantization_config, register_quantizer
 from transformers.utils.quantization_config import QuantizationConfigMixin
 
-from icml26.entquant.layers import EntQuantLinear
+from icml26.entquant.linear import EntQuantLinear
 
 METHOD = "entquant"
 CODED = ("words", "lane_starts", "freqs", "scales")

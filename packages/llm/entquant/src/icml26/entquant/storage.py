@@ -34,7 +34,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from icml26.entquant import coding
-from icml26.entquant.layers import EntQuantLinear
+from icml26.entquant.linear import EntQuantLinear
 
 FORMAT = "icml26-entquant/1"
 WEIGHTS = "model.safetensors"

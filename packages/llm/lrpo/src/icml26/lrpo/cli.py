@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import tyro
-
 from icml26.lrpo.demo import DemoConfig, run_demo
+from icml26.testing.command import dispatch
 
 
 @dataclass(frozen=True)
@@ -63,10 +61,10 @@ class EvaluateCli:
 def run_pretrain(cfg: PretrainCli) -> Path:
     import torch
 
-    from icml26.lrpo._results import resolve_device
     from icml26.lrpo.data import split_items
     from icml26.lrpo.policy import CharGPT
     from icml26.lrpo.train import PretrainConfig, pretrain
+    from icml26.testing.results import resolve_device
 
     pcfg = PretrainConfig(steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed)
     pcfg.check()
@@ -83,10 +81,10 @@ def run_pretrain(cfg: PretrainCli) -> Path:
 def run_train(cfg: TrainCli) -> Path:
     import torch.distributed as dist
 
-    from icml26.lrpo._results import resolve_device
     from icml26.lrpo.data import split_items
     from icml26.lrpo.policy import CharGPT
     from icml26.lrpo.train import GRPOConfig, train_grpo
+    from icml26.testing.results import resolve_device
 
     gcfg = GRPOConfig(router=cfg.router, steps=cfg.steps, questions_per_step=cfg.questions_per_step,
                       G=cfg.G, orig_min=cfg.orig_min, lr=cfg.lr, beta=cfg.beta, seed=cfg.seed,
@@ -113,10 +111,10 @@ def run_train(cfg: TrainCli) -> Path:
 
 
 def run_evaluate(cfg: EvaluateCli) -> dict:
-    from icml26.lrpo._results import resolve_device
     from icml26.lrpo.data import heldout_questions, split_items
     from icml26.lrpo.policy import CharGPT
     from icml26.lrpo.train import evaluate
+    from icml26.testing.results import resolve_device
 
     if cfg.test_per_cell < 1:
         raise ValueError(f"--test-per-cell must be >= 1, got {cfg.test_per_cell}")
@@ -127,17 +125,14 @@ def run_evaluate(cfg: EvaluateCli) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = tyro.extras.subcommand_cli_from_dict(
-        {"demo": DemoConfig, "pretrain": PretrainCli, "train": TrainCli, "evaluate": EvaluateCli},
-        prog="icml26-lrpo",
-        description="LRPO: language-routed policy optimisation with a bandit language router.",
-        args=sys.argv[1:] if argv is None else argv,
+    return dispatch(
+        "icml26-lrpo",
+        "LRPO: language-routed policy optimisation with a bandit language router.",
+        {
+            "demo": (DemoConfig, run_demo),
+            "pretrain": (PretrainCli, run_pretrain),
+            "train": (TrainCli, run_train),
+            "evaluate": (EvaluateCli, run_evaluate),
+        },
+        argv,
     )
-    runners = {DemoConfig: run_demo, PretrainCli: run_pretrain, TrainCli: run_train,
-               EvaluateCli: run_evaluate}  # fmt: skip
-    try:
-        runners[type(cfg)](cfg)
-    except ValueError as e:
-        print(f"icml26-lrpo: error: {e}", file=sys.stderr)
-        return 2
-    return 0

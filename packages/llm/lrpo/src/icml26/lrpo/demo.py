@@ -25,28 +25,24 @@ import copy
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from icml26.lrpo._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    package_version,
-    provenance,
-    resolve_device,
-    summarise,
-    write_results,
-)
 from icml26.lrpo.data import LANGUAGES, TOPICS, heldout_questions, split_items
 from icml26.lrpo.policy import CharGPT, GPTConfig
 from icml26.lrpo.router import make_router
 from icml26.lrpo.train import GRPOConfig, PretrainConfig, evaluate, pretrain, train_grpo
+from icml26.testing.report import finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+    summarise,
+)
 
 ARMS = ("original", "uniform", "english", "ucb", "exp3", "lrpo")
 ARM_NAMES = {"original": "original language only", "uniform": "uniform routing",
@@ -365,15 +361,17 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run, judge, write results.json and the figure, print the table; return the results."""
     from icml26.lrpo.plots import plot_study
 
-    out = cfg.out or Path("runs") / "lrpo" / time.strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "lrpo")
     t0 = time.perf_counter()
     raw = experiment(cfg)
     metrics = summary_table(raw)
     metrics["method"] = metrics[ARM_NAMES["lrpo"]]
     metrics["baseline"] = metrics.get(ARM_NAMES["original"], metrics["pretrained"])
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package="icml26-lrpo",
-        version=package_version("icml26-lrpo", __file__),
+        module_file=__file__,
+        cfg=cfg,
         experiment="character GPT on multilingual arithmetic/counting; GRPO with original-"
         "language, uniform, UCB, EXP3 and LRPO routing at one rollout budget; held-out accuracy "
         "answered in each question's own language",
@@ -381,18 +379,13 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=headline(raw),
         judged=verdict(raw),
         metrics=metrics,
-        quick=cfg.quick,
         seconds=time.perf_counter() - t0,
-        config={**_jsonable(asdict(cfg)), "command": demo_command("icml26-lrpo", cfg)},
         seed=0,
         device=raw["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__),  # questions are generated from templates in data.py
         measurements={k: raw[k] for k in ("parameters", "n_test", "runs", "planted")},
     )
     out.mkdir(parents=True, exist_ok=True)
     plot_study(results, out / "study.png")
-    write_results(out / "results.json", results)
     _print(results)
     return results
 
@@ -412,9 +405,4 @@ def _print(results: dict) -> None:
         cells = "".join(f"{m[c]:>14.3f} ± {m[c + '_std']:.3f}" if c in m else f"{'-':>22s}"
                         for c in cols)  # fmt: skip
         print(f"{arm:26s}{cells}")
-    for row in results["claims"]:
-        print(f"- [{row['verdict']}] {row['claim']}\n    {row['evidence']}")
-    for c in results["controls"]:
-        print(f"- {c['kind']} control {'passed' if c['passed'] else 'FAILED'}: {c['name']}: "
-              f"{c['evidence']}")  # fmt: skip
-    print(f"verdict: {results['verdict']}  ({results['seconds']:.0f} s)")
+    print_verdicts(results)

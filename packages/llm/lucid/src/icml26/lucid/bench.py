@@ -10,26 +10,13 @@ targets (on a GPU): forward+backward within 1.5x of FlashAttention-2 at T=8K, de
 
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from icml26.kernels.attention import softmax_attention
 from icml26.kernels.lucid import lucid_attention, lucid_decode, lucid_solve
-
-try:
-    from icml26.lucid._results import resolve_device
-except ModuleNotFoundError:  # loaded by path without the package (scripts/gpu_check.sh)
-    import importlib.util
-
-    _spec = importlib.util.spec_from_file_location(
-        "_lucid_results", Path(__file__).with_name("_results.py")
-    )
-    _results = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_results)
-    resolve_device = _results.resolve_device
-
+from icml26.testing.results import resolve_device
 
 DECODE_CALLS = 20
 """Decode steps per timed measurement: one step is a few microseconds on a GPU."""

@@ -32,27 +32,22 @@ import random
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from icml26.lucid._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    package_version,
-    provenance,
-    resolve_device,
-    write_results,
-)
 from icml26.lucid.tasks import correlated_keys_probe
 from icml26.lucid.train import train_char_lm, train_mqar
+from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+)
 
 PACKAGE = "icml26-lucid"
 KINDS = ("softmax", "lucid")
@@ -543,22 +538,24 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run the experiments; write results.json and lucid.png; return the results."""
     cfg.validate()
     asked, cfg = cfg, replace(cfg.resolved(), device=resolve_device(cfg.device))
-    out = cfg.out or Path("runs") / "lucid" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "lucid")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     measured = experiment(cfg)
     seconds = round(time.perf_counter() - start, 2)
     # the raw measurements first: a verdict or plotting error never costs the runs
     _write_json(out / "measurements.json", {**measured, "seconds": seconds})
-    return finish_demo(cfg, asked, measured, seconds, out)
+    return _conclude(cfg, asked, measured, seconds, out)
 
 
-def finish_demo(cfg: DemoConfig, asked: DemoConfig, measured: dict, seconds: float, out: Path):
+def _conclude(cfg: DemoConfig, asked: DemoConfig, measured: dict, seconds: float, out: Path):
     """Verdict, results.json, figure and table from the measurements of ``experiment``."""
     judged = verdict(measured)
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=package_version(PACKAGE, __file__),
+        module_file=__file__,
+        cfg=cfg,
         experiment="correlated-keys probe with a noise sweep; MQAR steps-to-solve over "
         f"{len(cfg.cells())} cells ({cfg.mqar_seeds} seeds, budgets {cfg.mqar_steps}) with "
         f"preconditioner variants; multi-needle retrieval ({cfg.needle_seeds} seeds, budget "
@@ -568,19 +565,13 @@ def finish_demo(cfg: DemoConfig, asked: DemoConfig, measured: dict, seconds: flo
         headline=_headline(judged["claims"], measured),
         judged=judged,
         metrics=_metrics(measured),
-        quick=cfg.quick,
         seconds=seconds,
-        config={
-            **json.loads(json.dumps(asdict(cfg), default=str)),
-            "command": demo_command(PACKAGE, asked, skip=("out", "workers")),
-        },
+        config=demo_config(PACKAGE, asked, recorded=cfg, skip=("out", "workers")),
         seed=cfg.seed,
         device=measured["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__, _data_files()),
+        data=_data_files(),
         measurements={k: v for k, v in measured.items() if k != "device"},
     )
-    write_results(out / "results.json", results)
     from icml26.lucid.plots import plot_demo
 
     plot_demo(results, out / "lucid.png")
@@ -686,6 +677,4 @@ def _print(results: dict, out: Path) -> None:
                     f"mean steps {r[MEAN]:.0f}  per seed {r['steps per seed']}"
                 )
     print("\nclaims:")
-    for c in results["claims"]:
-        print(f"  {c['verdict']:<16s}{c['claim']}\n  {'':16s}{c['evidence']}")
-    print(f"\nverdict: {results['verdict']}   ({results['seconds']:.0f} s; results in {out})")
+    print_verdicts(results, out)

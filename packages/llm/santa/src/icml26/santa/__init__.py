@@ -16,7 +16,6 @@ from icml26.kernels.santa import (
     santa_decode,
     santa_decode_reference,
 )
-from icml26.santa._results import package_version
 from icml26.santa.attention import (
     SantaState,
     disable_santa,
@@ -26,6 +25,7 @@ from icml26.santa.attention import (
     santa_attention_forward,
 )
 from icml26.santa.model import corpus_text, load_smollm2, python_docs_text, tiny_llama
+from icml26.testing.results import package_version
 
 # The version lives in pyproject.toml only (installed metadata, or the source tree's file).
 __version__ = package_version("icml26-santa", __file__)

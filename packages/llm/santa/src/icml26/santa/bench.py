@@ -18,8 +18,8 @@ from typing import Literal
 import torch
 
 from icml26.kernels.santa import santa_decode
-from icml26.santa._results import resolve_device
 from icml26.santa.attention import operating_point
+from icml26.testing.results import resolve_device
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

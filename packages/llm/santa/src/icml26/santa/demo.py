@@ -21,7 +21,6 @@ import math
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -30,19 +29,17 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.kernels.santa import MODES, expected_output, santa_decode
-from icml26.santa._results import (
-    assemble_results,
+from icml26.santa.attention import disable_santa, enable_santa, operating_point
+from icml26.santa.model import corpus_text, load_smollm2, tiny_llama
+from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
     claim_row,
     control,
     demo_command,
     judge,
-    provenance,
     resolve_device,
     summarise,
-    write_results,
 )
-from icml26.santa.attention import disable_santa, enable_santa, operating_point
-from icml26.santa.model import corpus_text, load_smollm2, tiny_llama
 
 PACKAGE = "icml26-santa"
 NEEDLE = "The secret passphrase is {code}."
@@ -799,7 +796,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     cfg.check()
     cfg.resolved().check()
     asked, cfg = cfg, replace(cfg.resolved(), device=resolve_device(cfg.device))
-    out = cfg.out or Path("runs") / "santa" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "santa")
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     measured = experiment(cfg, out)
@@ -819,9 +816,11 @@ def run_demo(cfg: DemoConfig) -> dict:
         {"command": f"{command} --resume", "part": name, "seconds": secs}
         for name, secs in measured["reused parts"].items()
     ]
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=_version(),
+        module_file=__file__,
+        cfg=cfg,
         experiment=f"{cfg.model}: ~{cfg.draws_per_tile} draws per tile; free-running decode "
         f"at {list(cfg.decode_contexts)} tokens ({cfg.prompts} prompts x {cfg.free_tokens}, "
         f"and {cfg.perplexity_tokens} teacher-forced true tokens); "
@@ -832,19 +831,17 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=_headline(cfg.model, measured),
         judged=verdict(measured),
         metrics=_metrics(measured),
-        quick=cfg.quick,
         # this run, plus the recorded time of the parts it reused from an earlier one
         seconds=time.perf_counter()
         - start
         + sum(v or 0 for v in measured["reused parts"].values()),
-        config={**json.loads(json.dumps(asdict(cfg), default=str)), "command": command},
+        config=demo_config(PACKAGE, asked, recorded=cfg, skip=("out", "resume")),
         seed=cfg.seed,
         device=measured["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__, _data_files(cfg), parts),
+        data=_data_files(cfg),
+        parts=parts,
         measurements={k: v for k, v in measured.items() if k != "device"},
     )
-    write_results(out / "results.json", results)
     from icml26.santa.plots import plot_results
 
     plot_results(measured, out / "santa.png")
@@ -942,8 +939,4 @@ def _print(results: dict, out: Path) -> None:
             + ", ".join(f"{n} {c[n]['found']}/{c['trials']}" for n in ["dense", *results["modes"]])
         )
     print("\nclaims:")
-    for c in results["claims"]:
-        print(f"  {c['verdict']:<16s}{c['claim']}\n  {'':16s}{c['evidence']}")
-    print(
-        f"\nverdict: {results['verdict']}  ({results['seconds']:.1f} s)  -> {out / 'results.json'}"
-    )
+    print_verdicts(results, out)

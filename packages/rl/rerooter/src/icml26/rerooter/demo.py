@@ -29,32 +29,18 @@ baselines, partly when better than one, not reproduced otherwise.
 A row whose methods or part were not run (``--methods``, ``--skip-training``) is "untestable here".
 """
 
-import json
 import math
 import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from icml26.rerooter._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    package_version,
-    provenance,
-    resolve_device,
-    summarise,
-    write_results,
-)
 from icml26.rerooter.bootstrap import (
     METHOD_LABELS,
     METHODS,
@@ -66,6 +52,14 @@ from icml26.rerooter.environment import is_solution
 from icml26.rerooter.evaluators import NetEvaluator, UniformPolicy
 from icml26.rerooter.model import ConvNetConfig, TwoHeadedConvNet
 from icml26.rerooter.sokoban import bundled_levels, load_boxoban
+from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+    summarise,
+)
 
 PACKAGE = "icml26-rerooter"
 METHOD, BASELINES = "sqrt_lts_lh", ("lts", "phs_star")
@@ -496,14 +490,15 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run (a) and (b), write results.json (+ PNG) into the run folder, return the results."""
     cfg.validate()
     run_cfg = cfg.resolved()
-    out = cfg.out or Path("runs") / "rerooter" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "rerooter")
     start = time.perf_counter()
     raw = experiment(run_cfg)
     seconds = time.perf_counter() - start
-    config = json.loads(json.dumps(asdict(run_cfg), default=str))
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=package_version(PACKAGE, __file__),
+        module_file=__file__,
+        cfg=cfg,
         experiment=f"Boxoban: (a) search only on {raw['n_test']} unfiltered test levels at "
         f"{run_cfg.search_budget} expansions; (b) the authors' bootstrap on {raw['n_train']} "
         f"unfiltered training levels from budget {run_cfg.initial_budget} up to "
@@ -515,14 +510,12 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=_headline(raw),
         judged=verdict(raw),
         metrics=_metrics(raw),
-        quick=run_cfg.quick,
         seconds=seconds,
         # the worker count changes the wall time only, so it is not part of the command
-        config=config | {"command": demo_command("icml26-rerooter", cfg, skip=("out", "workers"))},
+        config=demo_config(PACKAGE, cfg, recorded=run_cfg, skip=("out", "workers")),
         seed=run_cfg.seed,
         device=raw["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__, _data_files(run_cfg)),
+        data=_data_files(run_cfg),
         # what verdict() reads, so the rows can be recomputed from the file
         measurements={
             "curves": _curves(raw),
@@ -530,13 +523,11 @@ def run_demo(cfg: DemoConfig) -> dict:
             **{k: raw[k] for k in ("n_test", "n_train", "n_eval", "cap", "k", "search_only")},
         },
     )
-    claims, verdict_ = results["claims"], results["verdict"]
-    write_results(out / "results.json", results)
     if run_cfg.plot:
         from icml26.rerooter.plots import plot_results
 
         plot_results(raw, out / "solved.png")
-    _print_table(run_cfg, raw, claims, verdict_, out, seconds)
+    _print_table(run_cfg, raw, results, out)
     return results
 
 
@@ -634,7 +625,7 @@ def _metrics(raw: dict) -> dict:
     return metrics
 
 
-def _print_table(cfg, raw, claims, verdict_, out, seconds) -> None:
+def _print_table(cfg, raw, results, out) -> None:
     n_test = raw["n_test"]
     print(
         f"\n(a) search only, uniform policy + hand-written h, {n_test} test levels, "
@@ -668,6 +659,4 @@ def _print_table(cfg, raw, claims, verdict_, out, seconds) -> None:
                 f"{r['medium solved'][0]:>7.1f}"
             )
     print("\nclaims:")
-    for r in claims:
-        print(f"  {r['verdict']:<15} {r['claim']}\n  {'':<15} {r['evidence']}")
-    print(f"\nverdict: {verdict_}   ({seconds:.0f} s; results in {out})")
+    print_verdicts(results, out)

@@ -13,7 +13,6 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from icml26.rerooter._results import resolve_device
 from icml26.rerooter.bootstrap import (
     METHOD_LABELS,
     BootstrapConfig,
@@ -24,6 +23,7 @@ from icml26.rerooter.bootstrap import (
 from icml26.rerooter.evaluators import NetEvaluator
 from icml26.rerooter.model import ConvNetConfig, TwoHeadedConvNet
 from icml26.rerooter.sokoban import bundled_levels, load_boxoban
+from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)

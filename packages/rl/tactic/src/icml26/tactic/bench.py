@@ -35,10 +35,10 @@ def _time(fn, repeats: int, sync) -> float:
 
 
 def run_bench(cfg: BenchConfig) -> dict[str, float]:
-    from icml26.tactic._results import resolve_device
     from icml26.tactic.env import GameConfig, ShiftingDependencyGame
     from icml26.tactic.learner import arm_config
     from icml26.tactic.train import TrainConfig, _Run
+    from icml26.testing.results import resolve_device
 
     if min(cfg.num_envs, cfg.batch, cfg.repeats, cfg.threads) < 1:
         raise ValueError("--num-envs, --batch, --repeats and --threads must be >= 1")

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import tyro
 
 from icml26.tactic.bench import BenchConfig, run_bench
 from icml26.tactic.demo import DemoConfig, run_demo
 from icml26.tactic.learner import ARMS
+from icml26.testing.command import dispatch
 
 
 @dataclass(frozen=True)
@@ -66,9 +64,9 @@ def train_cli(cfg: TrainCli) -> None:
     import torch
     import torch.distributed as dist
 
-    from icml26.tactic._results import resolve_device
     from icml26.tactic.learner import arm_config
     from icml26.tactic.train import TrainConfig, train
+    from icml26.testing.results import resolve_device
 
     if cfg.arm not in ARMS:
         raise ValueError(f"unknown --arm {cfg.arm!r}; choose from {list(ARMS)}")
@@ -103,17 +101,15 @@ def evaluate_cli(cfg: EvaluateCli) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = tyro.extras.subcommand_cli_from_dict(
-        {"demo": DemoConfig, "train": TrainCli, "evaluate": EvaluateCli, "bench": BenchConfig},
-        prog="icml26-tactic",
-        description="TACTIC: trajectory-abstraction-conditioned sparse coordination graphs.",
-        args=sys.argv[1:] if argv is None else argv,
+    return dispatch(
+        "icml26-tactic",
+        "TACTIC: trajectory-abstraction-conditioned sparse coordination graphs.",
+        {
+            "demo": (DemoConfig, run_demo),
+            "train": (TrainCli, train_cli),
+            "evaluate": (EvaluateCli, evaluate_cli),
+            "bench": (BenchConfig, run_bench),
+        },
+        argv,
+        errors=(ValueError, FileNotFoundError, ImportError),
     )
-    run = {DemoConfig: run_demo, TrainCli: train_cli, EvaluateCli: evaluate_cli,
-           BenchConfig: run_bench}  # fmt: skip
-    try:
-        run[type(cfg)](cfg)
-    except (ValueError, FileNotFoundError, ImportError) as e:
-        print(f"icml26-tactic: error: {e}", file=sys.stderr)
-        return 2
-    return 0

@@ -17,21 +17,16 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
-from icml26.tactic._results import (
-    assemble_results,
+from icml26.tactic.learner import ARMS
+from icml26.testing.report import demo_config, finish_demo, jsonable, print_verdicts, run_folder
+from icml26.testing.results import (
     claim_row,
     control,
-    demo_command,
     judge,
-    package_version,
-    provenance,
     resolve_device,
-    write_results,
 )
-from icml26.tactic.learner import ARMS
 
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 BASELINES = ("CASEC", "DCG", "QMIX", "VDN")
@@ -358,7 +353,7 @@ def run_demo(cfg: DemoConfig) -> dict:
 
     cfg.check()
     eff = cfg.effective()
-    out = cfg.out or Path("runs") / "tactic" / time.strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "tactic")
     t0 = time.perf_counter()
     raw = experiment(cfg)
     sumo = cfg.env == "sumo"
@@ -380,14 +375,13 @@ def run_demo(cfg: DemoConfig) -> dict:
             f"{a} {m[a]['success_after']:.2f}" for a in ("TACTIC", *BASELINES) if a in m
         )
     metrics = {**m, "method": m[method], "baseline": m[baseline]}
-    config = {
-        **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
-        "train": asdict(train_config(eff, 0, raw["device"])),
-        "command": demo_command("icml26-tactic", cfg),
-    }
-    results = assemble_results(
+    config = demo_config("icml26-tactic", cfg)
+    config["train"] = jsonable(asdict(train_config(eff, 0, raw["device"])))
+    results = finish_demo(
+        out,
         package="icml26-tactic",
-        version=package_version("icml26-tactic", __file__),
+        module_file=__file__,
+        cfg=cfg,
         experiment=(
             "SUMO 2x2grid traffic-signal control: TACTIC, CASEC, QMIX vs fixed-time"
             if sumo
@@ -400,19 +394,15 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=headline,
         judged=judged,
         metrics=metrics,
-        quick=cfg.quick,
         seconds=time.perf_counter() - t0,
         config=config,
         seed=0,
         device=raw["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__),  # the game is generated; SUMO's grid ships with sumo-rl
         measurements={k: raw[k] for k in ("runs", "curves", "edge_counts")},
     )
     if "game" in raw:
         results["config"]["game"] = raw["game"]
     out.mkdir(parents=True, exist_ok=True)
-    write_results(out / "results.json", results)
     plot_curves(raw["curves"], out / "curves.png",
                 "mean_waiting_time" if sumo else "success_after")  # fmt: skip
     if raw["edge_counts"]:
@@ -420,7 +410,5 @@ def run_demo(cfg: DemoConfig) -> dict:
     print(f"\nicml26-tactic {results['version']}: {results['headline']}")
     for arm, v in m.items():
         print(f"  {arm:28s} " + "  ".join(f"{k} {v[k]:.3f}" for k in keys if k in v))
-    for row in results["claims"]:
-        print(f"- [{row['verdict']}] {row['claim']}\n    {row['evidence']}")
-    print(f"verdict: {results['verdict']}  ({results['seconds']:.0f} s)  -> {out}")
+    print_verdicts(results, out)
     return results

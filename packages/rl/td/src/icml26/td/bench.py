@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from icml26.td._results import resolve_device
 from icml26.td.problems import garnet_mdp
 from icml26.td.schedules import ConstantStepSize, ExponentialStepSize
 from icml26.td.td import td0_sweep
+from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)

@@ -25,28 +25,14 @@ regularisation constant is swept (``lambda = c / sqrt(T)``) and the bias floor
 ``||V(theta_lambda) - V*||_D^2`` of the regularised fixed point is reported next to each run.
 """
 
-import json
 import math
 import time
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
-from icml26.td._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    provenance,
-    resolve_device,
-    summarise,
-    write_results,
-)
 from icml26.td.gym_problems import gymnasium_mrp
 from icml26.td.problems import MarkovRewardProcess, boyan_chain, garnet_mdp
 from icml26.td.rates import loglog_slope
@@ -59,6 +45,14 @@ from icml26.td.schedules import (
     OracleStepSize,
 )
 from icml26.td.td import Arm, td0_grid
+from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+    summarise,
+)
 
 PACKAGE = "icml26-td"
 
@@ -581,14 +575,16 @@ def _headline(results: dict) -> str:
 
 def run_demo(cfg: DemoConfig) -> dict:
     """Run the experiment, write results.json (+ PNGs) into the run folder, return the results."""
-    out = cfg.out or Path("runs") / "td" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "td")
     start = time.perf_counter()
     measured = experiment(cfg)
     T_max = measured["horizons"][-1]
     n_problems = len(measured["studies"]["iid"])
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=_version(),
+        module_file=__file__,  # the Garnet chains are generated, no data file read
+        cfg=cfg,
         experiment=f"linear TD(0) on {n_problems} Garnet chains, error ||V - V*||_D^2 for T "
         f"up to {T_max}, {measured['runs']} seeds, i.i.d. and Markov sampling",
         claim="TD(0) with exponential step sizes, without knowing omega, attains the optimal "
@@ -597,20 +593,12 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=_headline(measured),
         judged=verdict(measured),
         metrics=_metrics(measured),
-        quick=cfg.quick,
         seconds=time.perf_counter() - start,
-        config={
-            **json.loads(json.dumps(asdict(cfg.resolved()), default=str)),
-            "command": demo_command("icml26-td", cfg),
-        },
-        seed=cfg.seed,
+        config=demo_config(PACKAGE, cfg, recorded=cfg.resolved()),
         device=measured["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__),  # the Garnet chains are generated, no data file read
         # the measurements verdict() reads, so the rows can be recomputed from this file
         measurements={k: v for k, v in measured.items() if k != "device"},
     )
-    write_results(out / "results.json", results)
     if cfg.plot:
         from icml26.td.plots import plot_error_vs_T, plot_eta0_sweep
 
@@ -618,12 +606,6 @@ def run_demo(cfg: DemoConfig) -> dict:
         plot_eta0_sweep(measured, out / "eta0_sweep.png")
     _print_table(results, out)
     return results
-
-
-def _version() -> str:
-    from icml26.td import __version__
-
-    return __version__
 
 
 def _print_table(results: dict, out: Path) -> None:
@@ -642,6 +624,4 @@ def _print_table(results: dict, out: Path) -> None:
                 f"{'' if floor is None else format(floor[-1], '.1e'):>12}"
             )
     print()
-    for c in results["claims"]:
-        print(f"[{c['verdict']}] {c['claim']}")
-    print(f"verdict: {results['verdict']}  ({results['seconds']:.1f} s)  -> {out / 'results.json'}")
+    print_verdicts(results, out)

@@ -13,7 +13,6 @@ training monitor; SimCLR / VICReg / Barlow Twins trainers and small encoders for
 images, and a synthetic multitask generator for the demo.
 """
 
-from icml26.cdnv._results import package_version
 from icml26.cdnv.axes import axis_cosine_bound, decision_axis_cosines
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error, pairwise_bound
 from icml26.cdnv.callback import CDNVMonitor
@@ -31,6 +30,7 @@ from icml26.cdnv.ssl import (
     vicreg_loss,
 )
 from icml26.cdnv.stats import ClassStats, StreamingClassStats, class_stats, exact_class_stats
+from icml26.testing.results import package_version
 
 # The version lives in pyproject.toml only (installed metadata, or the source tree's file).
 __version__ = package_version("icml26-cdnv", __file__)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from icml26.cdnv._results import resolve_device
+from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,9 @@ the held-out classes' images (the transfer setting the paper's claim is about):
 claim, each over ``seeds`` with 95% t-intervals.
 """
 
-import json
 import math
 import time
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -32,16 +30,6 @@ import torch
 from scipy import stats as sps
 from tqdm.auto import tqdm
 
-from icml26.cdnv._results import (
-    assemble_results,
-    claim_row,
-    control,
-    demo_command,
-    judge,
-    provenance,
-    resolve_device,
-    write_results,
-)
 from icml26.cdnv.axes import axis_cosine_bound, decision_axis_cosines
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.callback import CDNVMonitor
@@ -50,6 +38,13 @@ from icml26.cdnv.measures import cdnv, directional_cdnv
 from icml26.cdnv.metric import collapse_ratio
 from icml26.cdnv.ssl import ImageAugment, MLPEncoder, SmallCNN, projector, train_ssl
 from icml26.cdnv.stats import class_stats
+from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
+    claim_row,
+    control,
+    judge,
+    resolve_device,
+)
 
 PACKAGE = "icml26-cdnv"
 OBJECTIVES = ("simclr", "vicreg", "barlow")
@@ -613,13 +608,15 @@ def _headline(r: dict) -> str:
 
 def run_demo(cfg: DemoConfig) -> dict:
     """Run the experiment, write results.json and the plots into the run folder, return results."""
-    out = cfg.out or Path("runs") / "cdnv" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "cdnv")
     start = time.perf_counter()
     measured = experiment(cfg)
     run = cfg.resolved()
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=_version(),
+        module_file=__file__,
+        cfg=cfg,
         experiment=f"SSL ({', '.join(run.objectives)}) with a small CNN on "
         f"{' and '.join(run.datasets)}, {len(run.seeds)} seed(s), {run.heldout_classes} "
         "classes held out of pretraining and measured; NCC few-shot vs both bounds; synthetic "
@@ -630,19 +627,13 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=_headline(measured),
         judged=verdict(measured),
         metrics=_metrics(measured),
-        quick=cfg.quick,
         seconds=time.perf_counter() - start,
-        config={
-            **json.loads(json.dumps(asdict(run), default=str)),
-            "command": demo_command("icml26-cdnv", cfg),
-        },
+        config=demo_config("icml26-cdnv", cfg, recorded=run),
         seed=run.seeds[0],  # the first of "seeds", which lists them all
         device=measured["device"],
-        torch_version=torch.__version__,
-        provenance=provenance(__file__, _data_files(run)),
+        data=_data_files(run),
         measurements={k: v for k, v in measured.items() if k != "device"},  # what verdict() reads
     )
-    write_results(out / "results.json", results)
     from icml26.cdnv.plots import plot_cosines, plot_dynamics, plot_fewshot
 
     plot_dynamics(measured, out / "dynamics.png")
@@ -684,6 +675,4 @@ def _print_summary(results: dict, out: Path) -> None:
                 f"{interval([x['V~ d / V'] for x in rows])[0]:>9.3f}{cells}"
             )
     print("(all-way episodes on the held-out classes, mean over seeds; bound = authors')\n")
-    for c in r["claims"]:
-        print(f"[{c['verdict']}] {c['claim']}")
-    print(f"verdict: {r['verdict']}  ({r['seconds']:.1f} s)  -> {out / 'results.json'}")
+    print_verdicts(r, out)

@@ -13,11 +13,11 @@ import numpy as np
 import torch
 import tyro
 
-from icml26.cdnv._results import resolve_device
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.measures import cdnv, directional_cdnv
 from icml26.cdnv.metric import collapse_ratio
 from icml26.cdnv.stats import class_stats
+from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ decoder (shared trunk, per-column Gaussian / categorical heads), which posterior
 representation (the context encoder on the whole row), and every width and schedule.
 """
 
-from icml26.varjepa._results import package_version
+from icml26.testing.results import package_version
 from icml26.varjepa.baselines import PROBES, ProbeResult, fit_probe, score
 from icml26.varjepa.data import Split, Table, load_table, read_csv, split_table, table_from_frame
 from icml26.varjepa.elbo import (

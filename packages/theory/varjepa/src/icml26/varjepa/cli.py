@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import tyro
 
+from icml26.testing.command import dispatch
 from icml26.varjepa.demo import DemoConfig, run_demo
 
 
@@ -101,7 +101,7 @@ def _init_distributed(device: str) -> tuple[int, bool]:
 def run_train(cfg: TrainCli) -> Path:
     import torch
 
-    from icml26.varjepa._results import resolve_device
+    from icml26.testing.results import resolve_device
     from icml26.varjepa.model import TJEPA, ModelConfig, VarTJEPA, atomic_write
     from icml26.varjepa.tokenizer import FeatureTokenizer
     from icml26.varjepa.train import TrainConfig, pretrain
@@ -150,7 +150,7 @@ def run_train(cfg: TrainCli) -> Path:
 
 
 def run_evaluate(cfg: EvaluateCli) -> dict:
-    from icml26.varjepa._results import resolve_device
+    from icml26.testing.results import resolve_device
     from icml26.varjepa.baselines import fit_probe, raw_design
     from icml26.varjepa.data import split_table
     from icml26.varjepa.evaluate import embed_rows, rankme
@@ -179,20 +179,13 @@ def run_evaluate(cfg: EvaluateCli) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = tyro.extras.subcommand_cli_from_dict(
-        {"demo": DemoConfig, "train": TrainCli, "evaluate": EvaluateCli},
-        prog="icml26-varjepa",
-        description="Var-JEPA for tabular data (arXiv 2603.20111).",
-        args=sys.argv[1:] if argv is None else argv,
+    return dispatch(
+        "icml26-varjepa",
+        "Var-JEPA for tabular data (arXiv 2603.20111).",
+        {
+            "demo": (DemoConfig, run_demo),
+            "train": (TrainCli, run_train),
+            "evaluate": (EvaluateCli, run_evaluate),
+        },
+        argv,
     )
-    try:
-        if isinstance(cfg, DemoConfig):
-            run_demo(cfg)
-        elif isinstance(cfg, TrainCli):
-            run_train(cfg)
-        else:
-            run_evaluate(cfg)
-    except ValueError as e:
-        print(f"icml26-varjepa: error: {e}", file=sys.stderr)
-        return 2
-    return 0

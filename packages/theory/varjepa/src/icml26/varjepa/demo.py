@@ -17,11 +17,9 @@ each judged per table over ``seeds`` with paired 95% t-intervals.
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from dataclasses import asdict, dataclass
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +27,12 @@ import torch
 from scipy import stats as sps
 from tqdm.auto import tqdm
 
-from icml26.varjepa._results import (
-    assemble_results,
+from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import (
     claim_row,
     control,
-    demo_command,
     judge,
-    provenance,
     resolve_device,
-    write_results,
 )
 from icml26.varjepa.baselines import fit_probe, gbdt_frame, raw_design, selection_score
 from icml26.varjepa.data import TABLES, load_table, split_table
@@ -545,13 +540,15 @@ def _version() -> str:
 
 def run_demo(cfg: DemoConfig) -> dict:
     """Run the experiment, write results.json and the plots into the run folder, return results."""
-    out = cfg.out or Path("runs") / "varjepa" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = run_folder(cfg.out, "varjepa")
     start = time.perf_counter()
     measured = experiment(cfg)
     run = cfg.resolved()
-    results = assemble_results(
+    results = finish_demo(
+        out,
         package=PACKAGE,
-        version=_version(),
+        module_file=__file__,
+        cfg=cfg,
         experiment=f"Var-T-JEPA vs T-JEPA (with / without [REG]) vs raw-feature baselines on "
         f"{', '.join(run.datasets)}; {len(run.seeds)} seed(s), {run.steps} pretraining steps",
         claim="Var-T-JEPA improves over T-JEPA and stays competitive with strong raw-feature "
@@ -559,19 +556,13 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=_headline(measured),
         judged=verdict(measured),
         metrics=_metrics(measured),
-        quick=cfg.quick,
         seconds=time.perf_counter() - start,
-        config={
-            **json.loads(json.dumps(asdict(run), default=str)),
-            "command": demo_command("icml26-varjepa", cfg),
-        },
+        config=demo_config(PACKAGE, cfg, recorded=run),
         seed=run.seeds[0],
         device=measured["device"],
-        torch_version=torch.__version__,
-        provenance=_provenance(run),
+        fingerprints=_fingerprints(run),
         measurements={k: v for k, v in measured.items() if k != "device"},
     )
-    write_results(out / "results.json", results)
     from icml26.varjepa.plots import plot_probes, plot_rankme, plot_uncertainty
 
     plot_probes(results, out / "probes.png")
@@ -581,13 +572,11 @@ def run_demo(cfg: DemoConfig) -> dict:
     return results
 
 
-def _provenance(run) -> dict:
-    """The code's commit and a fingerprint of every table the run read."""
+def _fingerprints(run) -> dict[str, str]:
+    """A fingerprint of every table the run read."""
     from icml26.varjepa.data import load_table, table_fingerprint
 
-    prov = provenance(__file__)
-    prov["data"].update({name: table_fingerprint(load_table(name)) for name in run.datasets})
-    return prov
+    return {name: table_fingerprint(load_table(name)) for name in run.datasets}
 
 
 def _print_summary(results: dict, out: Path) -> None:
@@ -599,6 +588,4 @@ def _print_summary(results: dict, out: Path) -> None:
         vals = [np.mean([_test_f1(r, name) for r in runs]) for runs in tables.values()]
         print(f"{name:<24}" + "".join(f"{v:>14.3f}" for v in vals))
     print("\nclaims:")
-    for c in results["claims"]:
-        print(f"  {c['verdict']:<15} {c['claim']}\n{'':<18}{c['evidence']}")
-    print(f"\nverdict: {results['verdict']}   ({results['seconds']:.0f} s; results in {out})")
+    print_verdicts(results, out)

@@ -1,0 +1,46 @@
+"""The command line every package shares: tyro subcommands from config dataclasses.
+
+``dispatch`` turns ``{"demo": (DemoConfig, run_demo), ...}`` into ``icml26-<name> demo ...``:
+tyro parses the arguments into the config, the matching function runs it, and a ValueError (a
+bad argument the package named) ends as ``<prog>: error: ...`` with exit code 2, not a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def dispatch(
+    prog: str,
+    description: str,
+    commands: dict[str, tuple[type, Callable[[Any], Any]]],
+    argv: Sequence[str] | None = None,
+    *,
+    errors: tuple[type[BaseException], ...] = (ValueError,),
+) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``) into one of ``commands``' configs, run its
+    function, and return the exit code: 0, or 2 after printing the message of one of ``errors``
+    (the mistakes a user can fix: a bad flag value, a missing file)."""
+    try:
+        import tyro  # every method package depends on tyro; this toolkit stays stdlib-only
+    except ImportError as e:  # pragma: no cover - a package without tyro has no CLI
+        raise ImportError("icml26.testing.command.dispatch needs tyro (pip install tyro)") from e
+    if not commands:
+        raise ValueError("dispatch: commands must name at least one subcommand")
+    configs = {name: config for name, (config, _) in commands.items()}
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(commands) == 1:
+        cfg = tyro.cli(next(iter(configs.values())), prog=prog, description=description, args=args)
+    else:
+        cfg = tyro.extras.subcommand_cli_from_dict(
+            configs, prog=prog, description=description, args=args
+        )
+    run = next(fn for config, fn in commands.values() if type(cfg) is config)
+    try:
+        run(cfg)
+    except errors as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    return 0

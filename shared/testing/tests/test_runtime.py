@@ -1,0 +1,156 @@
+"""The light runtime part: stdlib only, and what demos, CLIs and benches call from it."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from icml26.testing import (
+    best_time,
+    claim_row,
+    control,
+    demo_config,
+    dispatch,
+    finish_demo,
+    judge,
+    median_time,
+    print_verdicts,
+    run_folder,
+    torch_threads,
+    validate_results,
+)
+
+
+def test_the_runtime_part_imports_neither_torch_nor_pytest():
+    code = (
+        "import sys; import icml26.testing as t; "
+        "from icml26.testing import results, report, command, timing; "
+        "t.judge; t.finish_demo; t.dispatch; t.best_time; "
+        "print(sorted(m for m in ('torch', 'pytest', 'numpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().replace("'", '"')) == []
+
+
+def test_installing_the_toolkit_does_not_plug_into_other_projects_tests(pytester):
+    # a user's own test suite keeps its `device` fixture and --runslow: the plugin is opt-in
+    pytester.makeconftest(
+        """
+        import pytest
+
+        def pytest_addoption(parser):
+            parser.addoption("--runslow", action="store_true")
+
+        @pytest.fixture
+        def device():
+            return "theirs"
+        """
+    )
+    pytester.makepyfile("def test_mine(device):\n    assert device == 'theirs'\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    quick: bool = False
+    seed: int = 0
+    steps: int = 10
+    out: str | None = None
+
+
+def test_demo_config_records_fields_and_the_command_that_reruns_them():
+    config = demo_config("icml26-x", Cfg(steps=3, out="here"))
+    assert config == {
+        "quick": False,
+        "seed": 0,
+        "steps": 3,
+        "out": "here",
+        "command": "icml26-x demo --steps 3",
+    }
+    with pytest.raises(TypeError, match="dataclass"):
+        demo_config("icml26-x", {"steps": 3})
+
+
+def test_run_folder_defaults_under_runs():
+    assert str(run_folder("given", "x")) == "given"
+    assert run_folder(None, "td").parts[:2] == ("runs", "td")
+
+
+def _judged(passed: bool = True) -> dict:
+    ctrl = control("baseline learns", "positive", passed, "loss 0.1")
+    return judge([claim_row("it works", "reproduced", "0.9 > 0.5", controls=[ctrl["name"]])], [ctrl])
+
+
+def test_finish_demo_writes_a_valid_results_file(tmp_path, capsys):
+    results = finish_demo(
+        tmp_path,
+        package="icml26-testing",
+        module_file=__file__,
+        cfg=Cfg(),
+        experiment="a toy",
+        claim="it works",
+        headline="0.9 vs 0.5",
+        judged=_judged(),
+        metrics={"method": {"acc": 0.9}, "baseline": {"acc": 0.5}},
+        seconds=1.234,
+        device="cpu",
+        measurements={"acc": [0.9, 0.5]},
+    )
+    on_disk = validate_results(tmp_path / "results.json")
+    assert on_disk == results and results["acc"] == [0.9, 0.5]
+    assert results["config"]["command"] == "icml26-testing demo"
+    print_verdicts(results, tmp_path)
+    printed = capsys.readouterr().out
+    assert "[reproduced] it works" in printed and "1 reproduced" in printed
+
+
+def test_print_verdicts_names_failed_controls(capsys):
+    judged = _judged(passed=False)
+    print_verdicts({**judged, "seconds": 2.0})
+    printed = capsys.readouterr().out
+    assert "[untestable here] it works" in printed
+    assert "positive control FAILED: baseline learns (loss 0.1)" in printed
+
+
+@dataclasses.dataclass(frozen=True)
+class Other:
+    n: int = 1
+
+
+def test_dispatch_runs_the_chosen_subcommand_and_turns_value_errors_into_exit_2(capsys):
+    seen = []
+
+    def run(cfg):
+        if cfg.n < 0:
+            raise ValueError("--n must be >= 0")
+        seen.append(cfg)
+
+    commands = {"demo": (Cfg, seen.append), "other": (Other, run)}
+    assert dispatch("icml26-x", "a test", commands, ["other", "--n", "4"]) == 0
+    assert dispatch("icml26-x", "a test", commands, ["demo", "--steps", "2"]) == 0
+    assert seen == [Other(4), Cfg(steps=2)]
+    assert dispatch("icml26-x", "a test", commands, ["other", "--n", "-1"]) == 2
+    assert "icml26-x: error: --n must be >= 0" in capsys.readouterr().err
+    assert dispatch("icml26-x", "one", {"demo": (Other, seen.append)}, ["--n", "7"]) == 0
+    assert seen[-1] == Other(7)
+
+
+def test_timers_take_the_best_and_the_median_and_refuse_no_repeats():
+    calls = []
+    assert best_time(lambda: calls.append(1), repeats=3, warmup=2) >= 0
+    assert len(calls) == 5
+    assert median_time(lambda: None, repeats=3) >= 0
+    with pytest.raises(ValueError, match="repeats"):
+        best_time(lambda: None, repeats=0)
+
+
+def test_torch_threads_restores_the_callers_setting():
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with torch_threads(1, device="cuda"):  # a GPU bench leaves the CPU threads alone
+        assert torch.get_num_threads() == before
