@@ -249,42 +249,52 @@ def test_committed_results_carry_provenance_and_rows_resting_on_controls(m):
         )
 
 
+def _module_file(m, name: str) -> Path:
+    return m.path / "src" / "icml26" / m.name.removeprefix("icml26-") / f"{name}.py"
+
+
+def _top_functions(path: Path) -> set[str]:
+    return {n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)}
+
+
 @pytest.mark.parametrize("m", METHOD_PACKAGES, ids=lambda m: m.name)
-def test_demo_has_experiment_and_a_tested_verdict_function(m):
-    module = m.name.removeprefix("icml26-")
-    demo = m.path / "src" / "icml26" / module / "demo.py"
-    tree = ast.parse(demo.read_text())
-    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    assert {"experiment", "verdict"} <= defined, f"{demo}: needs experiment() and verdict()"
+def test_study_verdict_and_demo_each_hold_their_part(m):
+    study, rules, demo = (_module_file(m, n) for n in ("study", "verdict", "demo"))
+    assert "experiment" in _top_functions(study), f"{study}: needs experiment(cfg)"
+    assert "verdict" in _top_functions(rules), f"{rules}: needs verdict(results)"
+    assert "run_demo" in _top_functions(demo), f"{demo}: needs run_demo(cfg)"
     tests = "".join(p.read_text() for p in (m.path / "tests").glob("test_*.py"))
     assert re.search(r"\bverdict\(", tests), f"{m.name}: no test calls verdict()"
     assert re.search(r"def test_null_world", tests), (
         f"{m.name}: no null-world verdict test (numbers equal to a baseline's, with noise, that "
         "must not read reproduced)"
     )
-    assert "judge(" in demo.read_text() or "judge," in demo.read_text(), (
-        f"{demo}: verdict() must go through the contract's judge() (controls, counts)"
+    assert "judge(" in rules.read_text(), (
+        f"{rules}: verdict() must go through the contract's judge() (controls, counts)"
+    )
+    # the rules decide from numbers alone: they never import the experiment or the command
+    assert not re.search(r"icml26\.\w+\.(study|demo)\b", rules.read_text()), (
+        f"{rules}: the rules import the experiment or the command"
     )
 
 
 @pytest.mark.parametrize("m", METHOD_PACKAGES, ids=lambda m: m.name)
 def test_demo_takes_a_device_flag_defaulting_to_auto(m):
-    module = m.name.removeprefix("icml26-")
-    demo = m.path / "src" / "icml26" / module / "demo.py"
-    for node in ast.walk(ast.parse(demo.read_text())):
+    study = _module_file(m, "study")
+    for node in ast.walk(ast.parse(study.read_text())):
         if isinstance(node, ast.ClassDef) and node.name == "DemoConfig":
             fields = {
                 s.target.id: s.value
                 for s in node.body
                 if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
             }
-            assert "device" in fields, f"{demo}: DemoConfig needs a device field"
+            assert "device" in fields, f"{study}: DemoConfig needs a device field"
             value = fields["device"]
             assert isinstance(value, ast.Constant) and value.value == "auto", (
-                f"{demo}: DemoConfig.device must default to 'auto' (CUDA when present)"
+                f"{study}: DemoConfig.device must default to 'auto' (CUDA when present)"
             )
             return
-    pytest.fail(f"{demo}: no DemoConfig")
+    pytest.fail(f"{study}: no DemoConfig")
 
 
 import workflows  # noqa: E402
@@ -429,7 +439,9 @@ def test_santa_readme_uv_project_lines_keep_llama_cpp_away(tmp_path):
     override = re.search(r"^override-dependencies = \[.*\]$", readme, re.M)
     assert override, "santa README: the uv override line is gone"
     dist = tmp_path / "dist"
-    env, project = _user_project(tmp_path, ["icml26-santa", "icml26-kernels", "icml26-testing"], dist)
+    env, project = _user_project(
+        tmp_path, ["icml26-santa", "icml26-kernels", "icml26-testing"], dist
+    )
     (project / "pyproject.toml").write_text(
         f"""[project]
 name = "user-project"

@@ -31,12 +31,12 @@ COMMAND = "uv run tools/rejudge.py"
 _ONE = r"""
 import importlib, json, sys
 module, mode, *paths = sys.argv[1:]
-demo = importlib.import_module(module + ".demo")
+rules = importlib.import_module(module + ".verdict")
 contract = importlib.import_module("icml26.testing.results")
 out = []
 for path in paths:
     results = contract.load_results(path)
-    judged = demo.verdict(results)
+    judged = rules.verdict(results)
     fields = {k: judged[k] for k in ("claims", "controls", "counts", "verdict")}
     same = all(results.get(k) == v for k, v in fields.items())
     out.append({"path": path, "same": same, "fields": fields})

@@ -80,7 +80,9 @@ def test_run_folder_defaults_under_runs():
 
 def _judged(passed: bool = True) -> dict:
     ctrl = control("baseline learns", "positive", passed, "loss 0.1")
-    return judge([claim_row("it works", "reproduced", "0.9 > 0.5", controls=[ctrl["name"]])], [ctrl])
+    return judge(
+        [claim_row("it works", "reproduced", "0.9 > 0.5", controls=[ctrl["name"]])], [ctrl]
+    )
 
 
 def test_finish_demo_writes_a_valid_results_file(tmp_path, capsys):

@@ -6,7 +6,8 @@ import pytest
 
 from icml26.fidia.cli import main
 from icml26.fidia.data import examples_dir
-from icml26.fidia.demo import ARMS, DemoConfig, claims, verdict
+from icml26.fidia.study import ARMS, DemoConfig
+from icml26.fidia.verdict import claims, verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 

@@ -2,12 +2,11 @@
 
 import pytest
 
-from icml26.fidia.demo import (
-    ARMS,
+from icml26.fidia.study import ARMS, TOY_LANDSCAPES
+from icml26.fidia.verdict import (
     BASE_ARMS,
     FIDIA,
     RL_LEARNS,
-    TOY_LANDSCAPES,
     claims,
     control_check,
     estimator_check,

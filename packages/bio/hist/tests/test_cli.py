@@ -5,8 +5,9 @@ import torch
 
 from icml26.hist.cli import main
 from icml26.hist.data import load_her2st_subset
-from icml26.hist.demo import CLAIMS, HER2ST_MODELS, DemoConfig, verdict
 from icml26.hist.genes import highly_variable_genes
+from icml26.hist.study import HER2ST_MODELS, DemoConfig
+from icml26.hist.verdict import CLAIMS, verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 

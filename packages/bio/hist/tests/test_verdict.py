@@ -5,14 +5,8 @@ import copy
 import numpy as np
 import pytest
 
-from icml26.hist.demo import (
-    CLAIMS,
-    HER2ST_LEARNS,
-    HER2ST_MODELS,
-    _her2st_summary,
-    paired_margin,
-    verdict,
-)
+from icml26.hist.study import HER2ST_MODELS, _her2st_summary
+from icml26.hist.verdict import CLAIMS, HER2ST_LEARNS, paired_margin, verdict
 from icml26.testing import summarise
 
 ROWS = ["tokens", "context", "local", "strongest", "cost", "real", "real_tokens", "cohorts"]

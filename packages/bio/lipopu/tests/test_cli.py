@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from icml26.lipopu.cli import main
-from icml26.lipopu.demo import DemoConfig, claims, verdict
+from icml26.lipopu.study import DemoConfig
+from icml26.lipopu.verdict import claims, verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 

@@ -3,14 +3,8 @@
 import pytest
 
 from icml26.lipopu.baselines import BASELINES
-from icml26.lipopu.demo import (
-    ABLATIONS,
-    LEARNABLE,
-    OBJECTIVES,
-    claims,
-    paired_interval,
-    verdict,
-)
+from icml26.lipopu.study import ABLATIONS, OBJECTIVES
+from icml26.lipopu.verdict import LEARNABLE, claims, paired_interval, verdict
 
 FRACTIONS = [1.0, 0.5, 0.25]
 PRIOR_ARMS = [f"{a} (true prior x{f:g})" for a in ("nnpu", "lipopu") for f in (1, 0.5, 2)]

@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from icml26.asbm.cli import main
-from icml26.asbm.demo import DemoConfig, verdict
+from icml26.asbm.study import DemoConfig
+from icml26.asbm.verdict import verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from icml26.asbm.demo import BASELINES, VERDICT_STEPS, paired_interval, stage1_name, verdict
+from icml26.asbm.verdict import BASELINES, VERDICT_STEPS, paired_interval, stage1_name, verdict
 from icml26.testing.results import summarise
 
 STEPS = [str(k) for k in VERDICT_STEPS]

@@ -2,7 +2,7 @@
 
 import math
 
-from icml26.fahnes.demo import COORDINATES, ER, STRUCTURE, claims, verdict, welch_interval
+from icml26.fahnes.verdict import COORDINATES, ER, STRUCTURE, claims, verdict, welch_interval
 
 PLANAR = ("degree MMD", "clustering MMD", "spectral MMD", "orbit MMD", "V.U.N.", "edge-length MMD")
 

@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from icml26.streamflow.cli import main
-from icml26.streamflow.demo import DemoConfig, claims_for
+from icml26.streamflow.study import DemoConfig
+from icml26.streamflow.verdict import claims_for
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 

@@ -16,7 +16,7 @@ from icml26.streamflow import (
     unet,
 )
 from icml26.streamflow.bench import measure
-from icml26.streamflow.demo import _plain_fp32 as _no_tf32
+from icml26.streamflow.study import _plain_fp32 as _no_tf32
 from icml26.testing import assert_close
 
 

@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from icml26.streamflow.bench import LOOP
-from icml26.streamflow.demo import STEADY_EAGER, claims_for, verdict
+from icml26.streamflow.verdict import STEADY_EAGER, claims_for, verdict
 from icml26.testing import summarise
 
 CLAIMS = claims_for((4, 8, 16))

@@ -1,6 +1,6 @@
 import random
 
-from icml26.varsr.demo import CEILING, claims, verdict
+from icml26.varsr.verdict import CEILING, claims, verdict
 
 
 def raw(psnr: dict, x2: dict | None = None, seeds: int = 3, ceiling: float = 28.0):

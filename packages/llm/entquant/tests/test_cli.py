@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from icml26.entquant.cli import main
-from icml26.entquant.demo import verdict
+from icml26.entquant.verdict import verdict
 from icml26.testing import run_cli, validate_results
 
 
@@ -32,7 +32,7 @@ def test_quick_demo_writes_valid_smoke_results(tmp_path):
 
 
 def test_the_command_records_the_flags():
-    from icml26.entquant.demo import DemoConfig
+    from icml26.entquant.study import DemoConfig
     from icml26.testing.results import demo_command
 
     cfg = DemoConfig(models=("minilm", "smollm2"), out=Path("x"))
@@ -101,7 +101,7 @@ def test_baselines_whose_extra_is_missing_are_skipped_with_a_note(monkeypatch, c
     import importlib.util
     from dataclasses import replace
 
-    from icml26.entquant.demo import DemoConfig, experiment
+    from icml26.entquant.study import DemoConfig, experiment
 
     real = importlib.util.find_spec
     absent = {"bitsandbytes", "hqq"}

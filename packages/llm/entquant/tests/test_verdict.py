@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from icml26.entquant.demo import interpolated_ratio, predicts, verdict
+from icml26.entquant.verdict import interpolated_ratio, predicts, verdict
 
 
 def _rows(ent_2: float = 0.001, ent_3: float = 0.0005) -> dict:

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from icml26.lrpo.cli import main
-from icml26.lrpo.demo import ARMS, DemoConfig, claims, verdict
+from icml26.lrpo.study import ARMS, DemoConfig
+from icml26.lrpo.verdict import claims, verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 

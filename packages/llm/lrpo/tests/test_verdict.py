@@ -1,11 +1,11 @@
 import pytest
 
-from icml26.lrpo.demo import (
+from icml26.lrpo.study import planted_bandit
+from icml26.lrpo.verdict import (
     GRPO_LEARNS,
     PLANTED,
     claims,
     paired_interval,
-    planted_bandit,
     rl_effect_check,
     verdict,
 )

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from icml26.lucid.cli import main
-from icml26.lucid.demo import verdict
+from icml26.lucid.verdict import verdict
 from icml26.testing import run_cli, validate_results
 
 

@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from icml26.lucid.demo import bootstrap_difference, verdict
+from icml26.lucid.verdict import bootstrap_difference, verdict
 
 BUDGET = 600
 

@@ -5,7 +5,7 @@ import torch
 
 from icml26.santa import disable_santa, enable_santa, tiny_llama
 from icml26.santa.attention import key_ranges_from_mask
-from icml26.santa.demo import _cache_kw
+from icml26.santa.study import _cache_kw
 
 
 @pytest.fixture

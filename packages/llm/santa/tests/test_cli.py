@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from icml26.santa.cli import main
-from icml26.santa.demo import verdict
+from icml26.santa.verdict import verdict
 from icml26.testing import run_cli, validate_results
 
 

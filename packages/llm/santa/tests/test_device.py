@@ -5,7 +5,7 @@ import copy
 import torch
 
 from icml26.santa import disable_santa, enable_santa, santa_decode, tiny_llama
-from icml26.santa.demo import _cache_kw
+from icml26.santa.study import _cache_kw
 from icml26.testing import assert_close
 
 

@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from icml26.santa.demo import NOISE_FLOOR, verdict
+from icml26.santa.verdict import NOISE_FLOOR, verdict
 
 MODES = ["iid", "systematic", "tile_fixed", "tile_prop"]
 CELLS = [(2048, 0.1), (2048, 0.9), (8192, 0.5)]

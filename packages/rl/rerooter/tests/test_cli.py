@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from icml26.rerooter.cli import main
-from icml26.rerooter.demo import CLAIMS, DemoConfig, verdict
+from icml26.rerooter.study import DemoConfig
+from icml26.rerooter.verdict import CLAIMS, verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 

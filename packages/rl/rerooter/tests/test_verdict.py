@@ -5,15 +5,8 @@ import math
 
 import pytest
 
-from icml26.rerooter.demo import (
-    CLAIMS,
-    LEARNS,
-    curve_area,
-    expansions_to_solve,
-    interval,
-    solved_at,
-    verdict,
-)
+from icml26.rerooter.study import curve_area, expansions_to_solve, solved_at
+from icml26.rerooter.verdict import CLAIMS, LEARNS, interval, verdict
 from icml26.testing import summarise
 
 ROWS = ["search", "area", "to_k", "test", "medium", "subgoal"]

@@ -1,4 +1,4 @@
-from icml26.tactic.demo import claims, sumo_claims, sumo_verdict, verdict
+from icml26.tactic.verdict import claims, sumo_claims, sumo_verdict, verdict
 
 
 def raw(after: dict, seeds: int = 5, ari: float = 0.6, acc: float = 0.8, noise: float = 0.01):

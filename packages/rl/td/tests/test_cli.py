@@ -6,7 +6,8 @@ from torch import nn
 
 from icml26.td import fit_critic, garnet_mdp
 from icml26.td.cli import main
-from icml26.td.demo import DemoConfig, verdict
+from icml26.td.study import DemoConfig
+from icml26.td.verdict import verdict
 from icml26.testing import run_cli, run_distributed, validate_results
 from icml26.testing.results import demo_command
 

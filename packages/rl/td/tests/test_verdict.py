@@ -2,7 +2,7 @@
 
 import pytest
 
-from icml26.td.demo import CLAIMS, verdict
+from icml26.td.verdict import CLAIMS, verdict
 from icml26.testing.results import summarise
 
 PROBLEMS = ("gamma=0.9 omega=0.02 chain=0", "gamma=0.99 omega=0.001 chain=0")

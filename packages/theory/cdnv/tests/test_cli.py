@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from icml26.cdnv.cli import main
-from icml26.cdnv.demo import CLAIMS, DemoConfig, verdict
+from icml26.cdnv.study import DemoConfig
+from icml26.cdnv.verdict import CLAIMS, verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 

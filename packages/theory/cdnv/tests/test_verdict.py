@@ -4,7 +4,8 @@ import copy
 
 import pytest
 
-from icml26.cdnv.demo import (
+from icml26.cdnv.demo import _headline as verdict_headline
+from icml26.cdnv.verdict import (
     CLAIMS,
     RANDOM_AXES,
     TRANSFER,
@@ -13,7 +14,6 @@ from icml26.cdnv.demo import (
     spearman_gap,
     verdict,
 )
-from icml26.cdnv.demo import _headline as verdict_headline
 from icml26.testing.results import summarise
 
 ROWS = list(CLAIMS)  # collapse, holds, tracks, explains, orthogonal

@@ -10,7 +10,9 @@ import torch
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 from icml26.varjepa.cli import main
-from icml26.varjepa.demo import CLAIMS, INIT, MODELS, RAW, DemoConfig, verdict
+from icml26.varjepa.demo import RAW
+from icml26.varjepa.study import MODELS, DemoConfig
+from icml26.varjepa.verdict import CLAIMS, INIT, verdict
 
 
 def test_quick_demo_writes_valid_results(tmp_path):

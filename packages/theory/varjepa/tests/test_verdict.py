@@ -2,7 +2,9 @@
 
 import pytest
 
-from icml26.varjepa.demo import CLAIMS, INIT, MODELS, RAW, TRAINED, verdict
+from icml26.varjepa.demo import RAW
+from icml26.varjepa.study import MODELS
+from icml26.varjepa.verdict import CLAIMS, INIT, TRAINED, verdict
 
 
 def _run(dataset, seed, f1=None, rank=(10.0, 9.0), spearman=0.2, auroc=0.6, val=None, kl=5.0):

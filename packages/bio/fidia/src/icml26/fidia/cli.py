@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Literal
 
 from icml26.fidia.bench import BenchConfig, run_bench
-from icml26.fidia.demo import DemoConfig, run_demo
+from icml26.fidia.demo import run_demo
+from icml26.fidia.study import DemoConfig
 from icml26.testing.command import dispatch
 
 
@@ -33,8 +34,8 @@ class TaskSpec:
     device: str = "auto"
 
     def tasks(self, device: str):
-        from icml26.fidia.demo import example_task
         from icml26.fidia.reward import CompositeReward
+        from icml26.fidia.study import example_task
         from icml26.fidia.train import Task
 
         if self.structure is None:
@@ -151,7 +152,7 @@ def run_train(cfg: TrainCli) -> Path:
 def run_evaluate(cfg: EvaluateCli) -> dict:
     import torch
 
-    from icml26.fidia.demo import evaluate_samples
+    from icml26.fidia.study import evaluate_samples
     from icml26.testing.results import resolve_device
 
     if cfg.samples < cfg.N:

@@ -15,7 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from icml26.hist.demo import DemoConfig, run_demo
+from icml26.hist.demo import run_demo
+from icml26.hist.study import DemoConfig
 from icml26.testing.command import dispatch
 from icml26.testing.results import resolve_device
 

@@ -88,8 +88,8 @@ def _measure(cfg: BenchConfig, device: str) -> dict:
 
 
 def _fpocket_times() -> dict[str, float]:
-    from icml26.lipopu.demo import _example_structures
     from icml26.lipopu.structure import pockets, read_structure
+    from icml26.lipopu.study import _example_structures
 
     out = {}
     for path in _example_structures():

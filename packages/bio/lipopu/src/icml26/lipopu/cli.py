@@ -12,7 +12,8 @@ from typing import Literal
 import tyro
 
 from icml26.lipopu.bench import BenchConfig, run_bench
-from icml26.lipopu.demo import DemoConfig, run_demo
+from icml26.lipopu.demo import run_demo
+from icml26.lipopu.study import DemoConfig
 from icml26.testing.command import dispatch
 
 
@@ -107,7 +108,7 @@ def run_train(cfg: TrainCli) -> Path:
     torch.manual_seed(cfg.seed)
     n_out = truth.shape[1] if cfg.multilabel else 1
     model = PocketAttentionMIL(PocketModelConfig(len(DESCRIPTORS), n_out)).to(device)
-    from icml26.lipopu.demo import SURROGATE
+    from icml26.lipopu.study import SURROGATE
 
     tcfg = TrainConfig(objective=cfg.objective, epochs=cfg.epochs, patience=cfg.patience,
                        seed=cfg.seed, progress=True,

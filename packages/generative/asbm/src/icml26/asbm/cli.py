@@ -10,10 +10,11 @@ import torch
 
 from icml26.asbm.asbm import ASBM
 from icml26.asbm.data import TOYS, digits, faces, load_array
-from icml26.asbm.demo import DemoConfig, run_demo
+from icml26.asbm.demo import run_demo
 from icml26.asbm.metrics import mmd, sliced_w2
 from icml26.asbm.nets import TinyUNet
 from icml26.asbm.sde import VPSDE, BrownianSDE, GaussianEnergy
+from icml26.asbm.study import DemoConfig
 from icml26.testing.command import dispatch
 from icml26.testing.results import resolve_device
 

@@ -13,7 +13,8 @@ from typing import Literal
 import tyro
 
 from icml26.fahnes.bench import BenchConfig, run_bench
-from icml26.fahnes.demo import DemoConfig, run_demo
+from icml26.fahnes.demo import run_demo
+from icml26.fahnes.study import DemoConfig
 from icml26.testing.command import dispatch
 
 DATASETS = ("planar", "sbm", "trees", "hypergraph-sbm", "meshes")

@@ -4,7 +4,8 @@ Also ``python -m icml26.streamflow``.
 """
 
 from icml26.streamflow.bench import BenchConfig, run_bench
-from icml26.streamflow.demo import DemoConfig, run_demo
+from icml26.streamflow.demo import run_demo
+from icml26.streamflow.study import DemoConfig
 from icml26.testing.command import dispatch
 
 

@@ -12,7 +12,8 @@ import tyro
 
 from icml26.testing.command import dispatch
 from icml26.varsr.bench import BenchConfig, run_bench
-from icml26.varsr.demo import DemoConfig, run_demo
+from icml26.varsr.demo import run_demo
+from icml26.varsr.study import DemoConfig
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 

@@ -5,7 +5,8 @@ Also ``python -m icml26.entquant``.
 
 from icml26.entquant.bench import BenchConfig, run_bench
 from icml26.entquant.compress import CompressConfig, run_compress
-from icml26.entquant.demo import DemoConfig, run_demo
+from icml26.entquant.demo import run_demo
+from icml26.entquant.study import DemoConfig
 from icml26.testing.command import dispatch
 
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icml26.lrpo.demo import DemoConfig, run_demo
+from icml26.lrpo.demo import run_demo
+from icml26.lrpo.study import DemoConfig
 from icml26.testing.command import dispatch
 
 

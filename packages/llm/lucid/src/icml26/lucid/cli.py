@@ -4,7 +4,8 @@ Also ``python -m icml26.lucid``.
 """
 
 from icml26.lucid.bench import BenchConfig, run_bench
-from icml26.lucid.demo import DemoConfig, run_demo
+from icml26.lucid.demo import run_demo
+from icml26.lucid.study import DemoConfig
 from icml26.testing.command import dispatch
 
 

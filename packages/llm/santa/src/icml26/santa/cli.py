@@ -4,7 +4,8 @@ Also ``python -m icml26.santa``.
 """
 
 from icml26.santa.bench import BenchConfig, run_bench
-from icml26.santa.demo import DemoConfig, run_demo
+from icml26.santa.demo import run_demo
+from icml26.santa.study import DemoConfig
 from icml26.testing.command import dispatch
 
 

@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from icml26.santa.demo import wilson
+from icml26.santa.verdict import wilson
 
 
 def plot_results(m: dict, path: Path) -> None:

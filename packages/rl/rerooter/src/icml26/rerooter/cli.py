@@ -6,7 +6,8 @@ Also ``python -m icml26.rerooter``.
 
 from icml26.rerooter.bench import BenchConfig, run_bench
 from icml26.rerooter.bound import BoundConfig, run_bound
-from icml26.rerooter.demo import DemoConfig, run_demo
+from icml26.rerooter.demo import run_demo
+from icml26.rerooter.study import DemoConfig
 from icml26.rerooter.train import EvaluateConfig, TrainConfig, run_evaluate, run_train
 from icml26.testing.command import dispatch
 

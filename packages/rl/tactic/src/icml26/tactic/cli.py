@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icml26.tactic.bench import BenchConfig, run_bench
-from icml26.tactic.demo import DemoConfig, run_demo
+from icml26.tactic.demo import run_demo
 from icml26.tactic.learner import ARMS
+from icml26.tactic.study import DemoConfig
 from icml26.testing.command import dispatch
 
 

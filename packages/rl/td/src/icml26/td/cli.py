@@ -4,7 +4,8 @@ Also ``python -m icml26.td``.
 """
 
 from icml26.td.bench import BenchConfig, run_bench
-from icml26.td.demo import DemoConfig, run_demo
+from icml26.td.demo import run_demo
+from icml26.td.study import DemoConfig
 from icml26.testing.command import dispatch
 
 

@@ -2,8 +2,9 @@
 ``python -m icml26.cdnv``)."""
 
 from icml26.cdnv.bench import BenchConfig, run_bench
-from icml26.cdnv.demo import DemoConfig, run_demo
+from icml26.cdnv.demo import run_demo
 from icml26.cdnv.measure_cli import MeasureConfig, run_measure
+from icml26.cdnv.study import DemoConfig
 from icml26.testing.command import dispatch
 
 

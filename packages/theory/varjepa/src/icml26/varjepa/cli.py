@@ -12,7 +12,8 @@ from typing import Literal
 import tyro
 
 from icml26.testing.command import dispatch
-from icml26.varjepa.demo import DemoConfig, run_demo
+from icml26.varjepa.demo import run_demo
+from icml26.varjepa.study import DemoConfig
 
 
 @dataclass(frozen=True)
