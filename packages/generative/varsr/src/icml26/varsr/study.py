@@ -72,26 +72,7 @@ class DemoConfig:
 
 def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
     """Train every arm per seed and evaluate on the held-out images."""
-    from icml26.varsr.baselines import ESPCN
-    from icml26.varsr.data import (
-        bicubic_up,
-        crop_to,
-        downsample,
-        load_data,
-        ms_ssim_y,
-        patches,
-        psnr_ssim,
-    )
-    from icml26.varsr.tokenizer import MultiScaleRQ, TokenizerConfig, prefix_agreement
-    from icml26.varsr.train import (
-        FitConfig,
-        espcn_objective,
-        fit,
-        tokenizer_objective,
-        var_objective,
-    )
-    from icml26.varsr.upscale import upscale
-    from icml26.varsr.var import VARConfig, VARTransformer
+    from icml26.varsr.data import load_data
 
     cfg.check()
     cfg = cfg.effective()
@@ -101,110 +82,144 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
     # a smoke run scores one 128 x 128 crop of one held-out image
     test = ({k: v[:, :128, :128] for k, v in list(data.test.items())[:1]} if cfg.quick
             else data.test)  # fmt: skip
-    tcfg = TokenizerConfig()
     runs: list[dict] = []
     bar = tqdm(total=cfg.seeds * 6, desc="varsr demo", disable=not progress)
-
-    def fitc(steps, seed):
-        return FitConfig(steps=steps, batch=cfg.batch, lr=cfg.lr, seed=seed)
-
     grid: dict[str, torch.Tensor] = {}
     name0 = next(iter(test))
     grid_hr = test[name0][:, :GRID, :GRID]
-
-    def evaluate(arm, seed, model, extra=None):
-        psnr4, ssim4, msssim4, psnr2, cons = [], [], [], [], []
-        if seed == 0 and model != "bicubic-tiled":  # the picture grid: seed 0's models on one crop
-            lr0 = downsample(grid_hr.to(device), 4)
-            if model == "bicubic":
-                grid["LR (nearest)"] = torch.nn.functional.interpolate(lr0, scale_factor=4)[0]
-                grid[arm] = bicubic_up(lr0, 4)[0]
-            else:
-                grid[arm] = upscale(model, lr0)[0]
-        for hr in test.values():
-            hr = hr.to(device)
-            lr = downsample(hr, 4)
-            if model == "bicubic":
-                sr4, sr2 = bicubic_up(lr, 4), bicubic_up(lr, 2)
-            elif model == "bicubic-tiled":  # the seams the VAR arms' 8-px tiles pay
-                sr4 = upscale(lambda t: bicubic_up(t, 4), lr, tile=8)
-                sr2 = None
-            elif hasattr(model, "generate"):
-                res = upscale(model, lr, return_scales=True)
-                sr4, sr2 = res[4], res[2]
-            else:  # a regression CNN's x2: its x4 output downsampled (any x4 method has one)
-                sr4 = upscale(model, lr)
-                sr2 = downsample(sr4.clamp(0, 1), 2)
-            p, s = psnr_ssim(sr4[0].cpu(), hr.cpu(), 4)
-            psnr4.append(p), ssim4.append(s)
-            ms = ms_ssim_y(sr4[0].cpu(), hr.cpu(), 4)
-            if ms is not None:
-                msssim4.append(ms)
-            if sr2 is not None:
-                psnr2.append(psnr_ssim(sr2[0].cpu(), downsample(hr, 2)[0].cpu(), 2)[0])
-                if hasattr(model, "generate"):  # a derived x2 is consistent by construction
-                    cons.append(psnr_ssim(downsample(sr4.clamp(0, 1), 2)[0].cpu(),
-                                          sr2[0].cpu(), 2)[0])  # fmt: skip
-        row = {"arm": arm, "seed": seed, "psnr_x4": sum(psnr4) / len(psnr4),
-               "ssim_x4": sum(ssim4) / len(ssim4)}  # fmt: skip
-        if msssim4:
-            row["ms_ssim_x4"] = sum(msssim4) / len(msssim4)
-        if psnr2:
-            row["psnr_x2"] = sum(psnr2) / len(psnr2)
-        if cons:
-            row["consistency_x2"] = sum(cons) / len(cons)
-        runs.append({**row, **(extra or {})})
-
     for seed in range(cfg.seeds):
         torch.manual_seed(seed)
-        toks = {}
-        for name, hit in (("HIT", True), ("RQ", False)):
-            tok = MultiScaleRQ(tcfg).to(device)
-            loss_fn, hook = tokenizer_objective(tok, hit=hit, steps=cfg.tokenizer_steps)
-            fit(tok, train, loss_fn, fitc(cfg.tokenizer_steps, seed), hook=hook)
-            toks[name] = tok.eval().requires_grad_(False)
-            bar.update()
-        # measured on the held-out images' 32 x 32 tiles: the reconstruction is the ceiling of
-        # every VAR arm using that tokenizer
-        probe = torch.cat([patches([crop_to(v, 32)], 32) for v in test.values()]).to(device)
-        tok_stats = {name: {
-            "reconstruction_psnr": _psnr(t.decode(t.encode(probe)), probe),
-            # the prefix decodes of the full image's tokens against the downsampled patch
-            **{f"prefix_psnr_x{f}": _psnr(_prefix_decode(t, probe, f), downsample(probe, f))
-               for f in (2, 4)},
-            # the baseline on the same tiles: what the ceiling has to clear
-            "bicubic_psnr_x4": _psnr(bicubic_up(downsample(probe, 4), 4), probe),
-            "prefix_agreement_x2": prefix_agreement(t, probe, 2),
-            "prefix_agreement_x4": prefix_agreement(t, probe, 4),
-            "codebook_usage": codebook_usage(t, probe),
-        } for name, t in toks.items()}  # fmt: skip
-        var_rq = VARTransformer(toks["RQ"], VARConfig(given_scales=0)).to(device)
-        fit(var_rq, train, var_objective(var_rq), fitc(cfg.var_steps + cfg.dpo_steps, seed))
-        bar.update()
-        var_hit = VARTransformer(toks["HIT"], VARConfig()).to(device)
-        fit(var_hit, train, var_objective(var_hit), fitc(cfg.var_steps, seed))
-        var_dpo = copy.deepcopy(var_hit)
-        var_dpo.tokenizer = [toks["HIT"]]
-        fit(var_dpo, train, var_objective(var_dpo, cfg.dpo_weight, cfg.dpo_beta),
-            fitc(cfg.dpo_steps, seed + 100))  # fmt: skip
-        fit(var_hit, train, var_objective(var_hit), fitc(cfg.dpo_steps, seed + 100))
-        bar.update()
-        espcn = ESPCN().to(device)
-        # a regression CNN is cheap: it gets more steps than the method's whole pipeline
-        # (tokenizer, VAR and DPO stages) and still a fraction of its compute
-        fit(espcn, train, espcn_objective(espcn), fitc(cfg.espcn_steps, seed))
-        bar.update()
-        arms = (("bicubic", "bicubic"), ("bicubic, 8-px tiles", "bicubic-tiled"),
-                ("ESPCN", espcn.eval()), ("VAR-RQ", var_rq.eval()),
-                ("VAR-HIT", var_hit.eval()), ("VAR-HIT+DPO", var_dpo.eval()))  # fmt: skip
+        arms, tok_stats = _train_arms(cfg, train, test, seed, device, bar)
         for arm, model in arms:
-            evaluate(arm, seed, model, {"tokenizer": tok_stats["RQ" if arm == "VAR-RQ" else "HIT"]}
-                     if arm.startswith("VAR") else None)  # fmt: skip
+            if seed == 0 and model != "bicubic-tiled":  # the picture grid: seed 0's models
+                grid.update(_grid_pictures(arm, model, grid_hr.to(device)))
+            extra = (
+                {"tokenizer": tok_stats["RQ" if arm == "VAR-RQ" else "HIT"]}
+                if arm.startswith("VAR")
+                else {}
+            )
+            runs.append({**_evaluate_arm(arm, seed, model, test, device), **extra})
         bar.update(2)
     bar.close()
     grid["HR"] = grid_hr
     return {"runs": runs, "device": device, "test_images": list(test),
             "grid": {k: v.cpu() for k, v in grid.items()}, "grid_image": name0}  # fmt: skip
+
+
+def _train_arms(cfg: DemoConfig, train, test, seed: int, device: str, bar) -> tuple:
+    """One seed's arms, each trained on ``train``: the tokenizers (HIT and plain RQ), the VAR
+    arms and the ESPCN baseline; returns ((arm name, model), ...) and the tokenizers' ceilings
+    measured on the held-out images' tiles."""
+    from icml26.varsr.baselines import ESPCN
+    from icml26.varsr.data import bicubic_up, crop_to, downsample, patches
+    from icml26.varsr.tokenizer import MultiScaleRQ, TokenizerConfig, prefix_agreement
+    from icml26.varsr.train import (
+        FitConfig,
+        espcn_objective,
+        fit,
+        tokenizer_objective,
+        var_objective,
+    )
+    from icml26.varsr.var import VARConfig, VARTransformer
+
+    def fitc(steps, seed):
+        return FitConfig(steps=steps, batch=cfg.batch, lr=cfg.lr, seed=seed)
+
+    toks = {}
+    for name, hit in (("HIT", True), ("RQ", False)):
+        tok = MultiScaleRQ(TokenizerConfig()).to(device)
+        loss_fn, hook = tokenizer_objective(tok, hit=hit, steps=cfg.tokenizer_steps)
+        fit(tok, train, loss_fn, fitc(cfg.tokenizer_steps, seed), hook=hook)
+        toks[name] = tok.eval().requires_grad_(False)
+        bar.update()
+    # measured on the held-out images' 32 x 32 tiles: the reconstruction is the ceiling of
+    # every VAR arm using that tokenizer
+    probe = torch.cat([patches([crop_to(v, 32)], 32) for v in test.values()]).to(device)
+    tok_stats = {name: {
+        "reconstruction_psnr": _psnr(t.decode(t.encode(probe)), probe),
+        # the prefix decodes of the full image's tokens against the downsampled patch
+        **{f"prefix_psnr_x{f}": _psnr(_prefix_decode(t, probe, f), downsample(probe, f))
+           for f in (2, 4)},
+        # the baseline on the same tiles: what the ceiling has to clear
+        "bicubic_psnr_x4": _psnr(bicubic_up(downsample(probe, 4), 4), probe),
+        "prefix_agreement_x2": prefix_agreement(t, probe, 2),
+        "prefix_agreement_x4": prefix_agreement(t, probe, 4),
+        "codebook_usage": codebook_usage(t, probe),
+    } for name, t in toks.items()}  # fmt: skip
+    var_rq = VARTransformer(toks["RQ"], VARConfig(given_scales=0)).to(device)
+    fit(var_rq, train, var_objective(var_rq), fitc(cfg.var_steps + cfg.dpo_steps, seed))
+    bar.update()
+    var_hit = VARTransformer(toks["HIT"], VARConfig()).to(device)
+    fit(var_hit, train, var_objective(var_hit), fitc(cfg.var_steps, seed))
+    var_dpo = copy.deepcopy(var_hit)
+    var_dpo.tokenizer = [toks["HIT"]]
+    fit(var_dpo, train, var_objective(var_dpo, cfg.dpo_weight, cfg.dpo_beta),
+        fitc(cfg.dpo_steps, seed + 100))  # fmt: skip
+    fit(var_hit, train, var_objective(var_hit), fitc(cfg.dpo_steps, seed + 100))
+    bar.update()
+    espcn = ESPCN().to(device)
+    # a regression CNN is cheap: it gets more steps than the method's whole pipeline
+    # (tokenizer, VAR and DPO stages) and still a fraction of its compute
+    fit(espcn, train, espcn_objective(espcn), fitc(cfg.espcn_steps, seed))
+    bar.update()
+    arms = (("bicubic", "bicubic"), ("bicubic, 8-px tiles", "bicubic-tiled"),
+            ("ESPCN", espcn.eval()), ("VAR-RQ", var_rq.eval()),
+            ("VAR-HIT", var_hit.eval()), ("VAR-HIT+DPO", var_dpo.eval()))  # fmt: skip
+    return arms, tok_stats
+
+
+def _grid_pictures(arm: str, model, grid_hr: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The crop of the picture grid ``arm`` makes (bicubic also gives the LR input)."""
+    from icml26.varsr.data import bicubic_up, downsample
+    from icml26.varsr.upscale import upscale
+
+    lr0 = downsample(grid_hr, 4)
+    if model == "bicubic":
+        lr_nearest = torch.nn.functional.interpolate(lr0, scale_factor=4)[0]
+        return {"LR (nearest)": lr_nearest, arm: bicubic_up(lr0, 4)[0]}
+    return {arm: upscale(model, lr0)[0]}
+
+
+def _evaluate_arm(arm: str, seed: int, model, test: dict, device: str) -> dict:
+    """PSNR / SSIM / MS-SSIM at x4, PSNR at x2 and (VAR arms) x2-x4 consistency, averaged over
+    the held-out images."""
+    from icml26.varsr.data import bicubic_up, downsample, ms_ssim_y, psnr_ssim
+    from icml26.varsr.upscale import upscale
+
+    psnr4, ssim4, msssim4, psnr2, cons = [], [], [], [], []
+    for hr in test.values():
+        hr = hr.to(device)
+        lr = downsample(hr, 4)
+        if model == "bicubic":
+            sr4, sr2 = bicubic_up(lr, 4), bicubic_up(lr, 2)
+        elif model == "bicubic-tiled":  # the seams the VAR arms' 8-px tiles pay
+            sr4 = upscale(lambda t: bicubic_up(t, 4), lr, tile=8)
+            sr2 = None
+        elif hasattr(model, "generate"):
+            res = upscale(model, lr, return_scales=True)
+            sr4, sr2 = res[4], res[2]
+        else:  # a regression CNN's x2: its x4 output downsampled (any x4 method has one)
+            sr4 = upscale(model, lr)
+            sr2 = downsample(sr4.clamp(0, 1), 2)
+        p, s = psnr_ssim(sr4[0].cpu(), hr.cpu(), 4)
+        psnr4.append(p), ssim4.append(s)
+        ms = ms_ssim_y(sr4[0].cpu(), hr.cpu(), 4)
+        if ms is not None:
+            msssim4.append(ms)
+        if sr2 is not None:
+            psnr2.append(psnr_ssim(sr2[0].cpu(), downsample(hr, 2)[0].cpu(), 2)[0])
+            if hasattr(model, "generate"):  # a derived x2 is consistent by construction
+                cons.append(psnr_ssim(downsample(sr4.clamp(0, 1), 2)[0].cpu(),
+                                      sr2[0].cpu(), 2)[0])  # fmt: skip
+    row = {"arm": arm, "seed": seed, "psnr_x4": sum(psnr4) / len(psnr4),
+           "ssim_x4": sum(ssim4) / len(ssim4)}  # fmt: skip
+    if msssim4:
+        row["ms_ssim_x4"] = sum(msssim4) / len(msssim4)
+    if psnr2:
+        row["psnr_x2"] = sum(psnr2) / len(psnr2)
+    if cons:
+        row["consistency_x2"] = sum(cons) / len(cons)
+    return row
 
 
 @torch.no_grad()

@@ -145,6 +145,51 @@ def td0_grid(
         >= T; a stop that is not a checkpoint is an error. Diverged runs give non-finite
         entries; they are not hidden.
     """
+    _check_problems(problems)
+    _check_runs(runs, sampling)
+    cps = _check_checkpoints(checkpoints)
+    table = _arm_table(problems, arms)
+    for row in table:
+        for a in row:
+            if a.stop is not None and a.stop not in cps:
+                raise ValueError(
+                    f"{a.schedule.label}: the schedule stops at T={a.stop}, which is not a "
+                    f"checkpoint {cps}"
+                )
+    batch = _Batch.of(problems, table, cps)
+    gen = torch.Generator().manual_seed(seed)
+    dev = batch.phi.device
+
+    def uniform(*shape: int) -> torch.Tensor:
+        return torch.rand(*shape, generator=gen, dtype=torch.float64).to(dev)
+
+    M, K = batch.lam.shape
+    horizon = cps[-1]
+    theta = torch.zeros(M, K, runs, batch.phi.shape[-1], dtype=torch.float64, device=dev)
+    csum = torch.zeros_like(theta) if batch.averaging else None
+    last_at, sum_at = {}, {}
+    state = torch.searchsorted(batch.cdf_mu, uniform(M, runs))  # (M, R)
+    bar = tqdm(
+        total=horizon, disable=not progress, desc=f"TD(0) {sampling} T={horizon}", leave=False
+    )
+    t = 0
+    while t < horizon:
+        n = min(_CHUNK, horizon - t)
+        etas = batch.step_sizes(t, n)
+        s, s_next, state = _draw_transitions(batch, sampling, state, n, runs, uniform)
+        for done in _td_updates(batch, theta, csum, etas, s, s_next):
+            if t + done in batch.snaps:
+                if t + done in cps:
+                    last_at[t + done] = theta.clone()
+                if csum is not None:
+                    sum_at[t + done] = csum.clone()
+        t += n
+        bar.update(n)
+    bar.close()
+    return _read_checkpoints(batch, cps, last_at, sum_at)
+
+
+def _check_problems(problems: Sequence[MarkovRewardProcess]) -> None:
     if len(problems) == 0:
         raise ValueError("problems is empty")
     for p in problems:
@@ -158,123 +203,131 @@ def td0_grid(
                 f"same device; got {p.name} ({p.n_states}, {p.n_features}, {p.device}) and "
                 f"{first.name} ({first.n_states}, {first.n_features}, {first.device})"
             )
-    _check_runs(runs, sampling)
-    cps = _check_checkpoints(checkpoints)
-    table = _arm_table(problems, arms)
-    horizon = cps[-1]
-    for row in table:
-        for a in row:
-            if a.stop is not None and a.stop not in cps:
-                raise ValueError(
-                    f"{a.schedule.label}: the schedule stops at T={a.stop}, which is not a "
-                    f"checkpoint {cps}"
-                )
 
-    M, K, R = len(problems), len(table[0]), runs
-    d, dev = first.n_features, first.device
-    f64 = dict(dtype=torch.float64, device=dev)
-    P = torch.stack([p.P for p in problems])  # (M, S, S)
-    r = torch.stack([p.r for p in problems])  # (M, S)
-    phi = torch.stack([p.phi for p in problems])  # (M, S, d)
-    gamma = torch.tensor([p.gamma for p in problems], **f64)[:, None, None]  # (M, 1, 1)
-    mu = torch.stack([p.mu for p in problems])  # (M, S)
-    flat = [a for row in table for a in row]
-    lam = torch.tensor([a.reg for a in flat], **f64).view(M, K)
-    reg = bool((lam > 0).any())
-    stops = torch.tensor([a.stop or horizon + 1 for a in flat], device=dev).view(M, K)
-    project = any(a.radius is not None for a in flat)
-    rad = torch.tensor([math.inf if a.radius is None else a.radius for a in flat], **f64)
-    rad = rad.view(M, K, 1, 1)
-    modes = [a.average for a in flat]
-    averaging = any(m != "last" for m in modes)
-    # the sum of iterates is read at each checkpoint c and, for tail averages, at c // 2
-    snaps = {c: None for c in cps}
-    any_tail = any(m == "tail" for m in modes)
-    if any_tail:
-        snaps.update({c // 2: None for c in cps if c // 2 > 0})
-    schedules = {id(a.schedule): a.schedule for a in flat}
 
-    gen = torch.Generator().manual_seed(seed)
+@dataclass
+class _Batch:
+    """M problems and their K arms as stacked tensors, and what each arm reads when."""
 
-    def uniform(*shape: int) -> torch.Tensor:
-        return torch.rand(*shape, generator=gen, dtype=torch.float64).to(dev)
+    P: torch.Tensor  # (M, S, S)
+    r: torch.Tensor  # (M, S)
+    phi: torch.Tensor  # (M, S, d)
+    gamma: torch.Tensor  # (M, 1, 1)
+    cdf_P: torch.Tensor  # (M, S, S), rows end above every uniform draw
+    cdf_mu: torch.Tensor  # (M, S)
+    flat: list  # the M * K arms, problem-major
+    lam: torch.Tensor  # (M, K) regularisation
+    stops: torch.Tensor  # (M, K) the step an arm stops at (horizon + 1: never)
+    rad: torch.Tensor | None  # (M, K, 1, 1) projection radii, None when no arm projects
+    averaging: bool
+    snaps: set  # steps at which iterates (or their sums) are read
+    schedules: dict
 
-    cdf_P = P.cumsum(-1)
-    cdf_P[..., -1] = 1.0 + 1e-12  # rows end above every uniform draw despite rounding
-    cdf_mu = mu.cumsum(-1)
-    cdf_mu[..., -1] = 1.0 + 1e-12
-    m_idx = torch.arange(M, device=dev)
+    @classmethod
+    def of(cls, problems, table, cps) -> "_Batch":
+        dev = problems[0].device
+        f64 = dict(dtype=torch.float64, device=dev)
+        P = torch.stack([p.P for p in problems])
+        mu = torch.stack([p.mu for p in problems])
+        flat = [a for row in table for a in row]
+        M, K = len(problems), len(table[0])
+        cdf_P = P.cumsum(-1)
+        cdf_P[..., -1] = 1.0 + 1e-12  # rows end above every uniform draw despite rounding
+        cdf_mu = mu.cumsum(-1)
+        cdf_mu[..., -1] = 1.0 + 1e-12
+        rad = torch.tensor([math.inf if a.radius is None else a.radius for a in flat], **f64)
+        modes = [a.average for a in flat]
+        # the sum of iterates is read at each checkpoint c and, for tail averages, at c // 2
+        snaps = set(cps) | ({c // 2 for c in cps if c // 2 > 0} if "tail" in modes else set())
+        return cls(
+            P=P,
+            r=torch.stack([p.r for p in problems]),
+            phi=torch.stack([p.phi for p in problems]),
+            gamma=torch.tensor([p.gamma for p in problems], **f64)[:, None, None],
+            cdf_P=cdf_P,
+            cdf_mu=cdf_mu,
+            flat=flat,
+            lam=torch.tensor([a.reg for a in flat], **f64).view(M, K),
+            stops=torch.tensor([a.stop or cps[-1] + 1 for a in flat], device=dev).view(M, K),
+            rad=rad.view(M, K, 1, 1) if any(a.radius is not None for a in flat) else None,
+            averaging=any(m != "last" for m in modes),
+            snaps=snaps,
+            schedules={id(a.schedule): a.schedule for a in flat},
+        )
 
-    theta = torch.zeros(M, K, R, d, **f64)
-    csum = torch.zeros_like(theta) if averaging else None
-    last_at, sum_at = {}, {}
-    last_at_steps = set(cps)
-    state = torch.searchsorted(cdf_mu, uniform(M, R))  # (M, R)
-    bar = tqdm(
-        total=horizon, disable=not progress, desc=f"TD(0) {sampling} T={horizon}", leave=False
-    )
-    t = 0
-    while t < horizon:
-        n = min(_CHUNK, horizon - t)
-        # step sizes of the chunk, (n, M, K): 0 past an arm's stop
-        seg = {k: s.segment(t, t + n).to(dev) for k, s in schedules.items()}
-        etas = torch.stack([seg[id(a.schedule)] for a in flat], 1).view(n, M, K)
+    def step_sizes(self, t: int, n: int) -> torch.Tensor:
+        """(n, M, K) step sizes of steps t..t+n-1: 0 past an arm's stop."""
+        M, K = self.lam.shape
+        dev = self.lam.device
+        seg = {k: s.segment(t, t + n).to(dev) for k, s in self.schedules.items()}
+        etas = torch.stack([seg[id(a.schedule)] for a in self.flat], 1).view(n, M, K)
         steps = torch.arange(t, t + n, device=dev)[:, None, None]
-        etas = torch.where(steps < stops, etas, 0.0)
-        decay = 1.0 - etas * lam if reg else None
-        if sampling == "iid":
-            s = torch.searchsorted(cdf_mu, uniform(n, M, R).permute(1, 0, 2).reshape(M, n * R))
-            s = s.view(M, n, R).permute(1, 0, 2).contiguous()  # (n, M, R)
-            rows = cdf_P[m_idx[None, :, None], s]  # (n, M, R, S)
-            s_next = torch.searchsorted(rows, uniform(n, M, R, 1)).squeeze(-1)
-        else:
-            s = torch.empty(n, M, R, dtype=torch.long, device=dev)
-            u = uniform(n, M, R, 1)
-            for i in range(n):  # a trajectory is sequential: s_{t+1} ~ P(s_t, .)
-                s[i] = state
-                state = torch.searchsorted(cdf_P[m_idx[:, None], state], u[i]).squeeze(-1)
-            s_next = torch.cat([s[1:], state[None]], 0)
-        mi = m_idx[None, :, None]
-        phi_s = phi[mi, s][:, :, None]  # (n, M, 1, R, d)
-        # gamma phi_t' - phi_t, so delta_t = r_t + theta^T (gamma phi_t' - phi_t)
-        dphi = gamma[None, :, :, :, None] * phi[mi, s_next][:, :, None] - phi_s
-        r_s = r[mi, s][:, :, None]  # (n, M, 1, R)
-        for i in range(n):
-            delta = r_s[i] + (theta * dphi[i]).sum(-1)  # (M, K, R)
-            if reg:  # theta_{t+1} = (1 - eta_t lambda) theta_t + eta_t delta_t phi_t
-                theta.mul_(decay[i][..., None, None])
-            theta.addcmul_((etas[i][..., None] * delta)[..., None], phi_s[i])
-            if project:  # Pi_R(theta) = theta min(1, R / ||theta||)
-                norm = theta.norm(dim=-1, keepdim=True)
-                theta.mul_((rad / norm).clamp(max=1.0).nan_to_num(1.0))
-            if csum is not None:
-                csum.add_(theta)
-            step = t + i + 1
-            if step in snaps:
-                if step in last_at_steps:
-                    last_at[step] = theta.clone()
-                if csum is not None:
-                    sum_at[step] = csum.clone()
-        t += n
-        bar.update(n)
-    bar.close()
+        return torch.where(steps < self.stops, etas, 0.0)
 
+
+def _draw_transitions(batch: _Batch, sampling: Sampling, state, n: int, R: int, uniform):
+    """n steps of (s_t, s_t') for every problem and run, (n, M, R) each, and the chain's state
+    after them (``"markov"`` follows it; ``"iid"`` draws s ~ mu afresh)."""
+    M = batch.cdf_mu.shape[0]
+    m_idx = torch.arange(M, device=batch.cdf_mu.device)
+    if sampling == "iid":
+        s = torch.searchsorted(batch.cdf_mu, uniform(n, M, R).permute(1, 0, 2).reshape(M, n * R))
+        s = s.view(M, n, R).permute(1, 0, 2).contiguous()  # (n, M, R)
+        rows = batch.cdf_P[m_idx[None, :, None], s]  # (n, M, R, S)
+        return s, torch.searchsorted(rows, uniform(n, M, R, 1)).squeeze(-1), state
+    s = torch.empty(n, M, R, dtype=torch.long, device=batch.cdf_mu.device)
+    u = uniform(n, M, R, 1)
+    for i in range(n):  # a trajectory is sequential: s_{t+1} ~ P(s_t, .)
+        s[i] = state
+        state = torch.searchsorted(batch.cdf_P[m_idx[:, None], state], u[i]).squeeze(-1)
+    return s, torch.cat([s[1:], state[None]], 0), state
+
+
+def _td_updates(batch: _Batch, theta, csum, etas, s, s_next):
+    """The TD(0) updates of one chunk, in place on ``theta`` (M, K, R, d) (and the running sum
+    ``csum``); yields the number of steps done after each, so the caller can read the iterates."""
+    m_idx = torch.arange(batch.phi.shape[0], device=batch.phi.device)
+    mi = m_idx[None, :, None]
+    phi_s = batch.phi[mi, s][:, :, None]  # (n, M, 1, R, d)
+    # gamma phi_t' - phi_t, so delta_t = r_t + theta^T (gamma phi_t' - phi_t)
+    dphi = batch.gamma[None, :, :, :, None] * batch.phi[mi, s_next][:, :, None] - phi_s
+    r_s = batch.r[mi, s][:, :, None]  # (n, M, 1, R)
+    reg = bool((batch.lam > 0).any())
+    decay = 1.0 - etas * batch.lam if reg else None
+    for i in range(len(etas)):
+        delta = r_s[i] + (theta * dphi[i]).sum(-1)  # (M, K, R)
+        if reg:  # theta_{t+1} = (1 - eta_t lambda) theta_t + eta_t delta_t phi_t
+            theta.mul_(decay[i][..., None, None])
+        theta.addcmul_((etas[i][..., None] * delta)[..., None], phi_s[i])
+        if batch.rad is not None:  # Pi_R(theta) = theta min(1, R / ||theta||)
+            norm = theta.norm(dim=-1, keepdim=True)
+            theta.mul_((batch.rad / norm).clamp(max=1.0).nan_to_num(1.0))
+        if csum is not None:
+            csum.add_(theta)
+        yield i + 1
+
+
+def _read_checkpoints(batch: _Batch, cps: list[int], last_at: dict, sum_at: dict) -> torch.Tensor:
+    """(C, M, K, R, d): each arm's last iterate, Polyak average or tail average at each
+    checkpoint; an arm that stopped at T reports its result at T from there on."""
+    M, K = batch.lam.shape
+    dev = batch.lam.device
+    modes = [a.average for a in batch.flat]
     is_tail = torch.tensor([m == "tail" for m in modes], device=dev).view(M, K, 1, 1)
     is_polyak = torch.tensor([m == "polyak" for m in modes], device=dev).view(M, K, 1, 1)
     out = []
     for c in cps:
         res = last_at[c]
-        if csum is not None:
+        if batch.averaging:
             res = torch.where(is_polyak, sum_at[c] / c, res)
-            if any_tail:
+            if "tail" in modes:
                 h = c // 2
                 tail = (sum_at[c] - (sum_at[h] if h > 0 else 0.0)) / (c - h)
                 res = torch.where(is_tail, tail, res)
         out.append(res)
     out = torch.stack(out)  # (C, M, K, R, d)
-    # an arm that stopped at T reports its result at T from there on
     for ci, c in enumerate(cps):
-        for j, a in enumerate(flat):
+        for j, a in enumerate(batch.flat):
             if a.stop is not None and a.stop < c:
                 m, k = divmod(j, K)
                 out[ci, m, k] = out[cps.index(a.stop), m, k]

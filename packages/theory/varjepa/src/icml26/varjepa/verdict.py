@@ -157,9 +157,18 @@ def verdict(results: dict) -> dict:
       both on none; partly otherwise.
     """
     tables = _by_dataset(results)
-    n = len(tables)
-    rows = []
+    rows = [
+        _improves_row(tables),
+        _competitive_row(tables),
+        _no_heuristics_row(results, tables),
+        _uncertainty_row(tables),
+    ]
+    return judge(rows, [trained_control(results)])
 
+
+def _improves_row(tables) -> dict:
+    """Var-T-JEPA against the stronger T-JEPA variant, table by table."""
+    n = len(tables)
     sides, parts = [], []
     for name, runs in tables.items():
         m, lo, hi = _paired(runs, "Var-T-JEPA", "best T-JEPA")
@@ -174,17 +183,19 @@ def verdict(results: dict) -> dict:
         v = "not reproduced"
     else:
         v = "partly"
-    rows.append(
-        claim_row(
-            CLAIMS["improves"],
-            v,
-            "test macro-F1 Var-T-JEPA - the stronger T-JEPA (with / without [REG], chosen on "
-            f"validation), paired over seeds, 95% t-interval: {'; '.join(parts)}; better on "
-            f"{better}/{n}, worse on {worse}/{n} (rule: better on >= half, worse on none)",
-            [TRAINED],
-        )
+    return claim_row(
+        CLAIMS["improves"],
+        v,
+        "test macro-F1 Var-T-JEPA - the stronger T-JEPA (with / without [REG], chosen on "
+        f"validation), paired over seeds, 95% t-interval: {'; '.join(parts)}; better on "
+        f"{better}/{n}, worse on {worse}/{n} (rule: better on >= half, worse on none)",
+        [TRAINED],
     )
 
+
+def _competitive_row(tables) -> dict:
+    """Var-T-JEPA against the best raw-feature baseline: non-inferiority with a margin."""
+    n = len(tables)
     status, parts = [], []
     for name, runs in tables.items():
         m, lo, hi = _paired(runs, "Var-T-JEPA", "best raw")
@@ -199,17 +210,19 @@ def verdict(results: dict) -> dict:
         "reproduced" if comp == n else "not reproduced" if behind >= n / 2
         else "partly" if comp else "inconclusive"
     )  # fmt: skip
-    rows.append(
-        claim_row(
-            CLAIMS["competitive"],
-            v,
-            "test macro-F1 Var-T-JEPA - best raw-feature baseline (chosen on validation), 95% "
-            f"t-interval: {'; '.join(parts)}; competitive on {comp}/{n}, behind on {behind}/{n} "
-            f"(rule: lower end >= -{COMPETITIVE_MARGIN} on every table)",
-            [TRAINED],
-        )
+    return claim_row(
+        CLAIMS["competitive"],
+        v,
+        "test macro-F1 Var-T-JEPA - best raw-feature baseline (chosen on validation), 95% "
+        f"t-interval: {'; '.join(parts)}; competitive on {comp}/{n}, behind on {behind}/{n} "
+        f"(rule: lower end >= -{COMPETITIVE_MARGIN} on every table)",
+        [TRAINED],
     )
 
+
+def _no_heuristics_row(results, tables) -> dict:
+    """No collapse without heuristics: RankMe and KL kept, better than the untrained net."""
+    n = len(tables)
     # the claim is about the ELBO itself: judged on the beta = 1 pretraining when the run has one
     elbo = _var_name(1.0) if _var_name(1.0) in results["runs"][0] else "Var-T-JEPA"
     kept = meaningful = worse = 0
@@ -235,17 +248,19 @@ def verdict(results: dict) -> dict:
         v = "not reproduced"
     else:
         v = "partly"
-    rows.append(
-        claim_row(
-            CLAIMS["no_heuristics"],
-            v,
-            f"{elbo}: {'; '.join(parts)}; not collapsed on {kept}/{n}, better than the "
-            f"untrained architecture on {meaningful}/{n}, worse on {worse}/{n} (rule: RankMe "
-            f"end/init >= {RANK_KEEP} and KL_C >= {MIN_KL} at every seed on every table, better "
-            "than init on >= half, worse on none)",
-        )
+    return claim_row(
+        CLAIMS["no_heuristics"],
+        v,
+        f"{elbo}: {'; '.join(parts)}; not collapsed on {kept}/{n}, better than the "
+        f"untrained architecture on {meaningful}/{n}, worse on {worse}/{n} (rule: RankMe "
+        f"end/init >= {RANK_KEEP} and KL_C >= {MIN_KL} at every seed on every table, better "
+        "than init on >= half, worse on none)",
     )
 
+
+def _uncertainty_row(tables) -> dict:
+    """The predictor's variance ranks its error; the posterior spread flags the probe's errors."""
+    n = len(tables)
     passed = 0
     parts = []
     for name, runs in tables.items():
@@ -263,15 +278,12 @@ def verdict(results: dict) -> dict:
             text += f" ({', '.join(each)})"
         parts.append(text)
     v = "reproduced" if passed == n else "not reproduced" if passed == 0 else "partly"
-    rows.append(
-        claim_row(
-            CLAIMS["uncertainty"],
-            v,
-            "on test rows, Spearman(predictor's variance, its squared error vs the target "
-            "posterior mean) within column and mask draw, and AUROC with which the posterior "
-            f"spread flags the probe's errors: {'; '.join(parts)}; both above chance on "
-            f"{passed}/{n} (rule: both 95% intervals above 0 and 0.5 on every table)",
-            [TRAINED],
-        )
+    return claim_row(
+        CLAIMS["uncertainty"],
+        v,
+        "on test rows, Spearman(predictor's variance, its squared error vs the target "
+        "posterior mean) within column and mask draw, and AUROC with which the posterior "
+        f"spread flags the probe's errors: {'; '.join(parts)}; both above chance on "
+        f"{passed}/{n} (rule: both 95% intervals above 0 and 0.5 on every table)",
+        [TRAINED],
     )
-    return judge(rows, [trained_control(results)])
