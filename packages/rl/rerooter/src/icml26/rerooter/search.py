@@ -250,153 +250,179 @@ def best_first_search(
     _validate(env, budget, batch_size, mix_epsilon)
     if priority not in ("d_pi", "slenderness", "phs_star", "rerooted"):
         raise ValueError(f"unknown priority {priority!r}")
-    rerooted = priority == "rerooted"
-    if rerooted and rerooter is None:
+    if priority == "rerooted" and rerooter is None:
         rerooter = Rerooter()
-    num_actions = env.num_actions
-    step, is_goal, is_dead, key_of = env.step, env.is_goal, env.is_dead, env.hash
+    search = _BestFirst(env, evaluator, priority, rerooter, batch_size, mix_epsilon, naive)
+    return search.run(budget, trace, replay)
 
-    tree = SearchTree()
-    states, parent, action, depth = tree.states, tree.parent, tree.action, tree.depth
-    log_prob, h, w_of = tree.log_prob, tree.h, tree.w
-    policy: list[list[float] | None] = []  # log pi(. | n), filled when n is evaluated
-    slender: list[float] = []  # a(n) = lambda(n; root) pi(n), slenderness LTS
-    terms: list[Terms] = []  # live √LTS terms of n (rerooted)
-    open_list: list[tuple[float, int]] = []
-    pending: list[int] = []
-    result = SearchResult(False, [], 0, 0)
-    total_weight = 0.0  # sum of w over expanded nodes (√LTS): the bound's W
 
-    def new_node(state, par: int, act: int, d: int, lp: float, a: float, t: Terms) -> int:
-        states.append(state)
-        parent.append(par)
-        action.append(act)
-        depth.append(d)
-        log_prob.append(lp)
-        h.append(math.nan)
-        w_of.append(math.nan)
-        policy.append(None)
-        slender.append(a)
-        terms.append(t)
-        return len(states) - 1
+class _BestFirst:
+    """One best-first search: the tree with its per-node bookkeeping (policy, slenderness
+    a(n), live √LTS terms), the open list, and the batch of nodes waiting for the evaluator."""
 
-    def evaluate() -> None:
-        batch = [states[i] for i in pending]
-        log_pi, hs = evaluator(env, batch)
-        log_pi, hs = np.asarray(log_pi, dtype=np.float64), np.asarray(hs, dtype=np.float64)
-        check_output(log_pi, hs, len(batch), num_actions)
-        if mix_epsilon > 0.0:
-            log_pi = np.log((1.0 - mix_epsilon) * np.exp(log_pi) + mix_epsilon / num_actions)
-        for i, row, hv in zip(pending, log_pi.tolist(), hs.tolist(), strict=True):
-            policy[i] = row
-            h[i] = hv if hv > 0.0 else 0.0
-            if i == 0:
-                c = 0.0
-            elif priority == "d_pi":
-                c = math.log(depth[i]) - log_prob[i]
-            elif priority == "slenderness":
-                c = math.log(slender[i]) - log_prob[i]
-            elif priority == "phs_star":
-                g, hv_ = depth[i], h[i]
-                c = math.log(g + hv_) - (1.0 + hv_ / g) * log_prob[i]
-            elif naive:
-                c = _naive_cost(i)
-            else:
-                c = terms_cost(terms[i], log_prob[i])
-            heapq.heappush(open_list, (c, i))
-        pending.clear()
-        if rerooter is not None and len(states) > 1:  # the root's batch precedes reset()
-            rerooter.evaluated()
+    def __init__(self, env, evaluator, priority, rerooter, batch_size, mix_epsilon, naive):
+        self.env, self.evaluator, self.priority, self.rerooter = env, evaluator, priority, rerooter
+        self.batch_size, self.mix_epsilon, self.naive = batch_size, mix_epsilon, naive
+        self.rerooted = priority == "rerooted"
+        self.tree = SearchTree()
+        self.policy: list[list[float] | None] = []  # log pi(. | n), filled when n is evaluated
+        self.slender: list[float] = []  # a(n) = lambda(n; root) pi(n), slenderness LTS
+        self.terms: list[Terms] = []  # live √LTS terms of n (rerooted)
+        self.open_list: list[tuple[float, int]] = []
+        self.pending: list[int] = []
+        self.seen: dict = {}
+        self.result = SearchResult(False, [], 0, 0)
+        self.total_weight = 0.0  # sum of w over expanded nodes (√LTS): the bound's W
 
-    def _naive_cost(i: int) -> float:
+    def new_node(self, state, par: int, act: int, d: int, lp: float, a: float, t: Terms) -> int:
+        tree = self.tree
+        tree.states.append(state)
+        tree.parent.append(par)
+        tree.action.append(act)
+        tree.depth.append(d)
+        tree.log_prob.append(lp)
+        tree.h.append(math.nan)
+        tree.w.append(math.nan)
+        self.policy.append(None)
+        self.slender.append(a)
+        self.terms.append(t)
+        return len(tree.states) - 1
+
+    def cost(self, i: int) -> float:
+        """The priority of node i (its policy and h known): the search's cost function."""
+        tree = self.tree
+        if i == 0:
+            return 0.0
+        if self.priority == "d_pi":
+            return math.log(tree.depth[i]) - tree.log_prob[i]
+        if self.priority == "slenderness":
+            return math.log(self.slender[i]) - tree.log_prob[i]
+        if self.priority == "phs_star":
+            g, hv = tree.depth[i], tree.h[i]
+            return math.log(g + hv) - (1.0 + hv / g) * tree.log_prob[i]
+        if self.naive:
+            return self.naive_cost(i)
+        return terms_cost(self.terms[i], tree.log_prob[i])
+
+    def naive_cost(self, i: int) -> float:
+        tree = self.tree
         path_lp, weights = [], []
         j = i
-        while parent[j] >= 0:
-            par = parent[j]
-            path_lp.append(policy[par][action[j]])
-            weights.append(w_of[par])
+        while tree.parent[j] >= 0:
+            par = tree.parent[j]
+            path_lp.append(self.policy[par][tree.action[j]])
+            weights.append(tree.w[par])
             j = par
         return rerooted_cost_reference(path_lp[::-1], weights[::-1])
 
-    root = env.initial_state()
-    new_node(root, -1, -1, 0, 0.0, 1.0, [])
-    if is_goal(root):
-        result.solved, result.states, result.solution_log_prob = True, [root], 0.0
-        result.generated = 1
-        return result
-    seen = {key_of(root): 0}
-    pending.append(0)
-    evaluate()
-    if rerooter is not None:
-        rerooter.reset(tree)
+    def evaluate(self) -> None:
+        """Evaluate the pending batch and push its nodes on the open list."""
+        num_actions = self.env.num_actions
+        batch = [self.tree.states[i] for i in self.pending]
+        log_pi, hs = self.evaluator(self.env, batch)
+        log_pi, hs = np.asarray(log_pi, dtype=np.float64), np.asarray(hs, dtype=np.float64)
+        check_output(log_pi, hs, len(batch), num_actions)
+        if self.mix_epsilon > 0.0:
+            eps = self.mix_epsilon
+            log_pi = np.log((1.0 - eps) * np.exp(log_pi) + eps / num_actions)
+        for i, row, hv in zip(self.pending, log_pi.tolist(), hs.tolist(), strict=True):
+            self.policy[i] = row
+            self.tree.h[i] = hv if hv > 0.0 else 0.0
+            heapq.heappush(self.open_list, (self.cost(i), i))
+        self.pending.clear()
+        if self.rerooter is not None and len(self.tree.states) > 1:  # the root precedes reset()
+            self.rerooter.evaluated()
 
-    replay_iter = iter(replay) if replay is not None else None
-    while open_list:
-        if result.expansions >= budget:
-            break
-        if replay_iter is None:
-            c, n = heapq.heappop(open_list)
-        else:
-            key = next(replay_iter, None)
-            if key is None:
+    def run(self, budget: int, trace: bool, replay) -> SearchResult:
+        env, result = self.env, self.result
+        root = env.initial_state()
+        self.new_node(root, -1, -1, 0, 0.0, 1.0, [])
+        if env.is_goal(root):
+            result.solved, result.states, result.solution_log_prob = True, [root], 0.0
+            result.generated = 1
+            return result
+        self.seen[env.hash(root)] = 0
+        self.pending.append(0)
+        self.evaluate()
+        if self.rerooter is not None:
+            self.rerooter.reset(self.tree)
+        replay_iter = iter(replay) if replay is not None else None
+        while self.open_list and result.expansions < budget:
+            picked = self.next_node(replay_iter)
+            if picked is None:
                 break
-            if key not in seen:
-                raise ValueError("replay: a state was not generated before its turn")
-            n, c = seen[key], math.nan
-            if policy[n] is None:  # still in the pending batch (the open list never empties)
-                evaluate()
-        result.expansions += 1
-        if trace:
-            result.expansion_order.append(key_of(states[n]))
-            result.expansion_costs.append(c)
+            c, n = picked
+            result.expansions += 1
+            if trace:
+                result.expansion_order.append(env.hash(self.tree.states[n]))
+                result.expansion_costs.append(c)
+            if self.expand(n):
+                return result
+            if self.pending and (not self.open_list or len(self.pending) >= self.batch_size):
+                self.evaluate()
+        result.generated = len(self.tree.states)
+        return result
+
+    def next_node(self, replay_iter) -> tuple[float, int] | None:
+        """The open list's best (cost, node), or the replay's next node (cost NaN)."""
+        if replay_iter is None:
+            return heapq.heappop(self.open_list)
+        key = next(replay_iter, None)
+        if key is None:
+            return None
+        if key not in self.seen:
+            raise ValueError("replay: a state was not generated before its turn")
+        n = self.seen[key]
+        if self.policy[n] is None:  # still in the pending batch (the open list never empties)
+            self.evaluate()
+        return math.nan, n
+
+    def expand(self, n: int) -> bool:
+        """Generate n's children (new states only, dead ends dropped); True when one is a goal
+        (the result then holds the solution and, √LTS, its bound)."""
+        env, tree, rerooter = self.env, self.tree, self.rerooter
         child_terms: Terms = []
-        if rerooted:
+        if self.rerooted:
             w = 1.0 if n == 0 else rerooter.weight(n)
-            w_of[n] = w
-            total_weight += w
-            if not naive:
-                child_terms = add_rerooting_point(terms[n], log_prob[n], w)
-        state, lp_n, d = states[n], log_prob[n], depth[n] + 1
-        pol, a_n = policy[n], slender[n]
-        for act in range(num_actions):
-            child = step(state, act)
+            tree.w[n] = w
+            self.total_weight += w
+            if not self.naive:
+                child_terms = add_rerooting_point(self.terms[n], tree.log_prob[n], w)
+        state, lp_n, d = tree.states[n], tree.log_prob[n], tree.depth[n] + 1
+        pol, a_n = self.policy[n], self.slender[n]
+        for act in range(env.num_actions):
+            child = env.step(state, act)
             if child is None:
                 continue
-            key = key_of(child)
-            prev = seen.get(key)
+            key = env.hash(child)
+            prev = self.seen.get(key)
             if prev is not None:
                 if rerooter is not None:
                     rerooter.revisited(n, prev)
                 continue
-            if is_dead(child):
+            if env.is_dead(child):
                 continue
             lp_a = pol[act]
             p = math.exp(lp_a)
-            m = new_node(
-                child,
-                n,
-                act,
-                d,
-                lp_n + lp_a,
-                a_n * p + 1.0,
-                extend_terms(child_terms, p) if rerooted and not naive else [],
-            )
-            seen[key] = m
+            t = extend_terms(child_terms, p) if self.rerooted and not self.naive else []
+            m = self.new_node(child, n, act, d, lp_n + lp_a, a_n * p + 1.0, t)
+            self.seen[key] = m
             if rerooter is not None:
                 rerooter.generated(n, m)
-            if is_goal(child):
-                result.generated = len(states)
-                path = _set_solution(result, tree, m)
-                if rerooted:
-                    lps = [log_prob[b] - log_prob[a] for a, b in pairwise(path)]
-                    ws = [w_of[k] for k in path[:-1]]
-                    result.bound = bound_terms(lps, ws, total_weight)
-                return result
-            pending.append(m)
-        if pending and (not open_list or len(pending) >= batch_size):
-            evaluate()
-    result.generated = len(states)
-    return result
+            if env.is_goal(child):
+                self.solved_at(m)
+                return True
+            self.pending.append(m)
+        return False
+
+    def solved_at(self, goal: int) -> None:
+        result, tree = self.result, self.tree
+        result.generated = len(tree.states)
+        path = _set_solution(result, tree, goal)
+        if self.rerooted:
+            lps = [tree.log_prob[b] - tree.log_prob[a] for a, b in pairwise(path)]
+            ws = [tree.w[k] for k in path[:-1]]
+            result.bound = bound_terms(lps, ws, self.total_weight)
 
 
 def _set_solution(result: SearchResult, tree: SearchTree, goal: int) -> list[int]:
