@@ -263,9 +263,68 @@ def fit(
     labeled positive); ``prior``: P(y = 1) of each category among the training pockets (needed by
     nnpu and lipopu). The model ends holding the best validation epoch's weights.
     """
+    obs2, priors, positives = _check_fit_inputs(
+        model, descriptors, observed, train, val, config, prior
+    )
+    rank, world = _rank()
+    device = next(model.parameters()).device
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng([config.seed, rank])
+    net: nn.Module = model
+    if world > 1:
+        net = nn.parallel.DistributedDataParallel(
+            model,
+            device_ids=[device.index] if device.type == "cuda" else None,
+            # mean pooling leaves the gated-attention weights out of the graph
+            find_unused_parameters=model.config.use_bag and model.config.pooling == "mean",
+        )
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    history: list[dict] = []
+    best_state = {k: v.detach().clone().cpu() for k, v in model.state_dict().items()}
+    best_val, best_epoch, start = -np.inf, 0, 0
+    directory = Path(checkpoint_dir) if checkpoint_dir else None
+    if resume and directory and (directory / "training.json").is_file():
+        best_state, meta = _load(directory, model, opt)
+        history, best_val, best_epoch, start = (
+            meta["history"], meta["best_val"], meta["best_epoch"], meta["epoch"],
+        )  # fmt: skip
+        _load_rng(directory, rank, rng, device)
+    batches = _PUBatches(descriptors, bags, obs2, np.asarray(train), positives, config, rng, device)
+    bar = tqdm(
+        range(start, config.epochs),
+        desc=config.objective,
+        disable=not config.progress or rank != 0,
+    )
+    for epoch in bar:
+        if epoch - best_epoch >= config.patience and history:
+            break
+        steps = max(1, len(batches.train) // (config.batch_u * world))
+        entry = _train_epoch(net, model, opt, batches, priors, config, steps)
+        scores = predict_scores(model, descriptors, bags, val)
+        score = pu_auroc(scores, obs2[val])
+        history.append({"epoch": epoch + 1, "val_pu_auroc": score, **entry})
+        if score > best_val:
+            best_val, best_epoch = score, epoch + 1
+            best_state = {k: v.detach().clone().cpu() for k, v in model.state_dict().items()}
+        bar.set_postfix(val=f"{score:.3f}", best=f"{best_val:.3f}")
+        if directory:
+            _save_rng(directory, rank, rng, device)
+        if directory and rank == 0:
+            meta = {
+                "epoch": epoch + 1, "history": history, "best_val": best_val,
+                "best_epoch": best_epoch, "world_size": world,
+                "param_groups": opt.state_dict()["param_groups"], "config": asdict(config),
+            }  # fmt: skip
+            _save(directory, model, best_state, opt, meta)
+    model.load_state_dict(best_state)
+    return FitResult(history, best_epoch, float(best_val))
+
+
+def _check_fit_inputs(model, descriptors, observed, train, val, config, prior):
+    """The labels as (N, K), each category's prior and its labeled training positives; a
+    ValueError names what ``fit`` cannot train or select a model from."""
     observed = np.asarray(observed)
-    multilabel = observed.ndim == 2
-    obs2 = observed if multilabel else observed[:, None]
+    obs2 = observed if observed.ndim == 2 else observed[:, None]
     n_out = model.config.n_outputs
     if obs2.shape != (len(descriptors), n_out):
         raise ValueError(
@@ -293,78 +352,58 @@ def fit(
             f"the validation pockets hold no labeled positive of output(s) {missing}: model "
             "selection by validation PU-AUROC needs some (a larger validation split or c)"
         )
-    rank, world = _rank()
-    device = next(model.parameters()).device
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng([config.seed, rank])
-    net: nn.Module = model
-    if world > 1:
-        net = nn.parallel.DistributedDataParallel(
-            model,
-            device_ids=[device.index] if device.type == "cuda" else None,
-            # mean pooling leaves the gated-attention weights out of the graph
-            find_unused_parameters=model.config.use_bag and model.config.pooling == "mean",
-        )
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    history: list[dict] = []
-    best_state = {k: v.detach().clone().cpu() for k, v in model.state_dict().items()}
-    best_val, best_epoch, start = -np.inf, 0, 0
-    directory = Path(checkpoint_dir) if checkpoint_dir else None
-    if resume and directory and (directory / "training.json").is_file():
-        best_state, meta = _load(directory, model, opt)
-        history, best_val, best_epoch, start = (
-            meta["history"], meta["best_val"], meta["best_epoch"], meta["epoch"],
+    return obs2, priors, positives
+
+
+@dataclass
+class _PUBatches:
+    """Draws a step's batch: a P sample per category (every category needs positives in its
+    batch) and a U sample shared by all, with their residue bags."""
+
+    descriptors: np.ndarray
+    bags: object
+    obs2: np.ndarray
+    train: np.ndarray
+    positives: list
+    config: TrainConfig
+    rng: np.random.Generator
+    device: torch.device
+
+    def __post_init__(self):
+        self.obs_t = torch.as_tensor(self.obs2, dtype=torch.float32)
+        self.desc_t = torch.as_tensor(self.descriptors, dtype=torch.float32)
+
+    def draw(self):
+        cfg, rng = self.config, self.rng
+        rows_p = np.concatenate([rng.choice(p, cfg.batch_p) for p in self.positives])
+        rows_u = rng.choice(self.train, cfg.batch_u)
+        rows = np.concatenate([rows_p, rows_u])
+        types, feats = _split_bags(self.bags(rows, rng))
+        res = torch.as_tensor(types, device=self.device)
+        feats = None if feats is None else torch.as_tensor(feats, device=self.device)
+        desc = self.desc_t[rows].to(self.device)
+        return res, desc, feats, self.obs_t[rows].to(self.device), len(rows_p)
+
+
+def _train_epoch(net, model, opt, batches: _PUBatches, priors, config, steps: int) -> dict:
+    """One epoch of ``steps`` PU steps; the mean loss and how often the non-negative
+    correction stepped (nnPU, LipoPU)."""
+    net.train()
+    total, fired = 0.0, []  # fired: the correction's flags, one per category and step
+    for _ in range(steps):
+        res, desc, feats, obs, n_p = batches.draw()
+        logits = net(res, desc, feats).logits  # (n_p + n_u, K)
+        # each category's positives come from its own share of the P sample; U is shared
+        loss = multilabel_objective(
+            config.objective, logits[:n_p], obs[:n_p], logits[n_p:], obs[n_p:], priors,
+            loss=config.surrogate, beta=config.beta, stats=fired, validate=False,
         )  # fmt: skip
-        _load_rng(directory, rank, rng, device)
-    steps = max(1, len(train) // (config.batch_u * world))
-    obs_t = torch.as_tensor(obs2, dtype=torch.float32)
-    desc_t = torch.as_tensor(descriptors, dtype=torch.float32)
-    epochs = range(start, config.epochs)
-    bar = tqdm(epochs, desc=config.objective, disable=not config.progress or rank != 0)
-    for epoch in bar:
-        if epoch - best_epoch >= config.patience and history:
-            break
-        net.train()
-        total, fired = 0.0, []  # fired: the correction's flags, one per category and step
-        for _ in range(steps):
-            # the P sample is drawn per category (every category needs positives in its batch)
-            rows_p = np.concatenate([rng.choice(p, config.batch_p) for p in positives])
-            rows_u = rng.choice(train, config.batch_u)
-            rows = np.concatenate([rows_p, rows_u])
-            types, feats = _split_bags(bags(rows, rng))
-            res = torch.as_tensor(types, device=device)
-            feats = None if feats is None else torch.as_tensor(feats, device=device)
-            logits = net(res, desc_t[rows].to(device), feats).logits  # (n_p + n_u, K)
-            obs = obs_t[rows].to(device)
-            n_p = len(rows_p)
-            # each category's positives come from its own share of the P sample; U is shared
-            loss = multilabel_objective(
-                config.objective, logits[:n_p], obs[:n_p], logits[n_p:], obs[n_p:], priors,
-                loss=config.surrogate, beta=config.beta, stats=fired, validate=False,
-            )  # fmt: skip
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
-            total += float(loss.detach())
-        scores = predict_scores(model, descriptors, bags, val)
-        score = pu_auroc(scores, obs2[val])
-        entry = {"epoch": epoch + 1, "val_pu_auroc": score, "loss": total / steps}
-        if fired:  # how often the non-negative correction stepped (nnPU, LipoPU)
-            entry["corrected_share"] = float(torch.stack(fired).float().mean())
-        history.append(entry)
-        if score > best_val:
-            best_val, best_epoch = score, epoch + 1
-            best_state = {k: v.detach().clone().cpu() for k, v in model.state_dict().items()}
-        bar.set_postfix(val=f"{score:.3f}", best=f"{best_val:.3f}")
-        if directory:
-            _save_rng(directory, rank, rng, device)
-        if directory and rank == 0:
-            meta = {
-                "epoch": epoch + 1, "history": history, "best_val": best_val,
-                "best_epoch": best_epoch, "world_size": world,
-                "param_groups": opt.state_dict()["param_groups"], "config": asdict(config),
-            }  # fmt: skip
-            _save(directory, model, best_state, opt, meta)
-    model.load_state_dict(best_state)
-    return FitResult(history, best_epoch, float(best_val))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+        total += float(loss.detach())
+    entry = {"loss": total / steps}
+    if fired:
+        entry["corrected_share"] = float(torch.stack(fired).float().mean())
+    return entry
