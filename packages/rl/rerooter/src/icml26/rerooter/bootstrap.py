@@ -524,45 +524,13 @@ def bootstrap_train_authors(
         budget = min(history.budget, cfg.max_budget)
         solved_before = history.num_solved
         order = order_gen.permutation(len(problems)).tolist()
-        solved_now, expansions_solved, spent = 0, 0, 0
-        chunks = [
-            order[i : i + cfg.problems_per_batch]
-            for i in range(0, len(order), cfg.problems_per_batch)
-        ]
-        bar = tqdm(
-            chunks,
-            desc=f"{METHOD_LABELS[cfg.method]} it{history.iteration} budget {budget}",
-            disable=not progress or rank != 0,
-            leave=False,
-        )
-        losses = []
-        capped, searched = False, 0
-        for chunk in bar:
-            if cfg.max_expansions is not None and (
-                history.cumulative_expansions >= cfg.max_expansions
-            ):
-                capped = True
-                break
-            results = _search_all(problems, chunk, cfg, evaluator, budget, rank, world, eps)
-            searched += len(results)
-            fresh = {}
-            for i, solved, actions, expansions in sorted(results):
-                spent += expansions
-                history.cumulative_expansions += expansions
-                if solved:
-                    solved_now += 1
-                    expansions_solved += expansions
-                    history.solved[i] = {"actions": actions, "expansions": expansions}
-                    fresh[i] = history.solved[i]
-                history.curve.append((history.cumulative_expansions, history.num_solved))
-            if fresh:  # only this chunk's paths, as the C++ (no replay of older solutions)
-                data = _training_set(problems, fresh)
-                losses.append(
-                    _learn_chunk(
-                        net, wrapped, opt, data, cfg, cfg.seed * 100_003 + step, rank, world
-                    )
-                )
-            step += 1
+        desc = f"{METHOD_LABELS[cfg.method]} it{history.iteration} budget {budget}"
+        learner = (net, wrapped, opt, evaluator, eps)
+        it, step = _authors_pass(
+            problems, order, history, cfg, learner, budget, step, rank, world,
+            tqdm_disable=not progress or rank != 0, desc=desc,
+        )  # fmt: skip
+        solved_now, expansions_solved, spent, losses, capped, searched = it
         if cfg.max_expansions is not None:
             capped = history.cumulative_expansions >= cfg.max_expansions
         val = _search_all(
@@ -602,3 +570,41 @@ def bootstrap_train_authors(
         if world > 1:
             dist.barrier()
     return history
+
+
+def _authors_pass(
+    problems, order, history, cfg, learner, budget, step, rank, world, *, tqdm_disable, desc
+):
+    """One pass of the authors' loop over ``order`` in chunks of ``problems_per_batch``: search
+    each chunk at ``budget``, then learn from the paths it solved (only this chunk's, as the
+    C++). Returns (solved, expansions of the solved, expansions spent, losses, stopped at the
+    expansion cap, problems searched) and the next chunk's step number."""
+    net, wrapped, opt, evaluator, eps = learner
+    solved_now, expansions_solved, spent = 0, 0, 0
+    chunks = [
+        order[i : i + cfg.problems_per_batch] for i in range(0, len(order), cfg.problems_per_batch)
+    ]
+    losses = []
+    capped, searched = False, 0
+    for chunk in tqdm(chunks, desc=desc, disable=tqdm_disable, leave=False):
+        if cfg.max_expansions is not None and (history.cumulative_expansions >= cfg.max_expansions):
+            capped = True
+            break
+        results = _search_all(problems, chunk, cfg, evaluator, budget, rank, world, eps)
+        searched += len(results)
+        fresh = {}
+        for i, solved, actions, expansions in sorted(results):
+            spent += expansions
+            history.cumulative_expansions += expansions
+            if solved:
+                solved_now += 1
+                expansions_solved += expansions
+                history.solved[i] = {"actions": actions, "expansions": expansions}
+                fresh[i] = history.solved[i]
+            history.curve.append((history.cumulative_expansions, history.num_solved))
+        if fresh:  # only this chunk's paths, as the C++ (no replay of older solutions)
+            data = _training_set(problems, fresh)
+            seed = cfg.seed * 100_003 + step
+            losses.append(_learn_chunk(net, wrapped, opt, data, cfg, seed, rank, world))
+        step += 1
+    return (solved_now, expansions_solved, spent, losses, capped, searched), step
