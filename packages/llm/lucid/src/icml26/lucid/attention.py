@@ -283,44 +283,10 @@ class LucidAttention(nn.Module):
         variant = self.beta != 1.0 or self.detach_preconditioner
         if variant and cache is not None:
             raise ValueError("the preconditioner variants are for training; decode with beta=1")
-        if allowed is not None and cache is None:
-            if self.kind == "lucid":  # V' in fp32 through the attention (q, k upcast)
-                vp = masked_lucid_solve(k, v, allowed)
-                q_, k_, v_ = q.to(vp.dtype), k.to(vp.dtype), vp
-            else:
-                q_, k_, v_ = q, k, v
-            out = F.scaled_dot_product_attention(
-                q_,
-                k_.repeat_interleave(group, 1),
-                v_.repeat_interleave(group, 1),
-                attn_mask=allowed,
-                scale=scale,
-            ).to(q.dtype)
+        if cache is None and allowed is not None:
+            out = self._masked(q, k, v, allowed, scale, group)
         elif cache is None:
-            if self.kind == "lucid" and variant:
-                L = variant_preconditioner(
-                    k.detach() if self.detach_preconditioner else k, self.beta
-                )
-                vp = torch.linalg.solve_triangular(
-                    L, v.to(L.dtype), upper=False, unitriangular=True
-                )
-                out = F.scaled_dot_product_attention(
-                    q.to(vp.dtype),
-                    k.to(vp.dtype).repeat_interleave(group, 1),
-                    vp.repeat_interleave(group, 1),
-                    is_causal=True,
-                    scale=scale,
-                ).to(q.dtype)
-            elif self.kind == "lucid":
-                out = lucid_attention(q, k, v, causal=True, scale=scale)
-            else:
-                out = F.scaled_dot_product_attention(
-                    q,
-                    k.repeat_interleave(group, 1),
-                    v.repeat_interleave(group, 1),
-                    is_causal=True,
-                    scale=scale,
-                )
+            out = self._causal(q, k, v, scale, group, variant)
         elif self.kind == "lucid" and T == 1 and cache.k is not None and allowed is None:
             # One generated token: the fused decode op (a single pass over the cache computes
             # v'_t and the attention output; the Triton kernel on CUDA).
@@ -329,37 +295,78 @@ class LucidAttention(nn.Module):
             cache.v = torch.cat([cache.v, vp_t[:, :, None]], dim=2)
             out = out_t[:, :, None]
         else:
-            N = cache.length
-            if self.kind == "lucid":
-                k_old = k[:, :, :0] if cache.k is None else cache.k
-                vp_old = v[:, :, :0].to(compute_dtype(v.dtype)) if cache.v is None else cache.v
-                if N == 0 and allowed is None:  # a prompt: the blockwise solve, no (T, T) L
-                    v_new = lucid_solve(k, v)
-                else:
-                    v_new = lucid_append(k_old, vp_old, k, v, allowed)  # kept in fp32
-            else:
-                v_new = v
-            cache.k = k if cache.k is None else torch.cat([cache.k, k], dim=2)
-            cache.v = v_new if cache.v is None else torch.cat([cache.v, v_new], dim=2)
-            if N == 0 and allowed is None:
-                out = F.scaled_dot_product_attention(
-                    q.to(cache.v.dtype),
-                    k.to(cache.v.dtype).repeat_interleave(group, 1),
-                    cache.v.repeat_interleave(group, 1),
-                    is_causal=True,
-                    scale=scale,
-                ).to(q.dtype)
-            else:
-                if allowed is None:  # new token i (position N + i) sees keys up to its own
-                    allowed = torch.ones(T, N + T, dtype=torch.bool, device=x.device).tril(N)
-                out = F.scaled_dot_product_attention(
-                    q.to(cache.v.dtype),
-                    cache.k.to(cache.v.dtype).repeat_interleave(group, 1),
-                    cache.v.repeat_interleave(group, 1),
-                    attn_mask=allowed,
-                    scale=scale,
-                ).to(q.dtype)
+            out = self._cached(q, k, v, cache, allowed, scale, group)
         return self.o_proj(out.transpose(1, 2).reshape(B, T, self.dim))
+
+    def _masked(self, q, k, v, allowed, scale: float, group: int) -> torch.Tensor:
+        """No cache, an explicit (B, 1, T, T) mask (padding or packed sequences)."""
+        if self.kind == "lucid":  # V' in fp32 through the attention (q, k upcast)
+            vp = masked_lucid_solve(k, v, allowed)
+            q_, k_, v_ = q.to(vp.dtype), k.to(vp.dtype), vp
+        else:
+            q_, k_, v_ = q, k, v
+        return F.scaled_dot_product_attention(
+            q_,
+            k_.repeat_interleave(group, 1),
+            v_.repeat_interleave(group, 1),
+            attn_mask=allowed,
+            scale=scale,
+        ).to(q.dtype)
+
+    def _causal(self, q, k, v, scale: float, group: int, variant: bool) -> torch.Tensor:
+        """No cache, plain causal attention: LUCID (or a preconditioner variant) or softmax."""
+        if self.kind == "lucid" and variant:
+            L = variant_preconditioner(k.detach() if self.detach_preconditioner else k, self.beta)
+            vp = torch.linalg.solve_triangular(L, v.to(L.dtype), upper=False, unitriangular=True)
+            return F.scaled_dot_product_attention(
+                q.to(vp.dtype),
+                k.to(vp.dtype).repeat_interleave(group, 1),
+                vp.repeat_interleave(group, 1),
+                is_causal=True,
+                scale=scale,
+            ).to(q.dtype)
+        if self.kind == "lucid":
+            return lucid_attention(q, k, v, causal=True, scale=scale)
+        return F.scaled_dot_product_attention(
+            q,
+            k.repeat_interleave(group, 1),
+            v.repeat_interleave(group, 1),
+            is_causal=True,
+            scale=scale,
+        )
+
+    def _cached(self, q, k, v, cache, allowed, scale: float, group: int) -> torch.Tensor:
+        """T new tokens after the cache's N: append k and v' (LUCID: the new rows of the solve)
+        to the cache and attend over all N + T keys."""
+        N, T = cache.length, q.shape[2]
+        if self.kind == "lucid":
+            k_old = k[:, :, :0] if cache.k is None else cache.k
+            vp_old = v[:, :, :0].to(compute_dtype(v.dtype)) if cache.v is None else cache.v
+            if N == 0 and allowed is None:  # a prompt: the blockwise solve, no (T, T) L
+                v_new = lucid_solve(k, v)
+            else:
+                v_new = lucid_append(k_old, vp_old, k, v, allowed)  # kept in fp32
+        else:
+            v_new = v
+        cache.k = k if cache.k is None else torch.cat([cache.k, k], dim=2)
+        cache.v = v_new if cache.v is None else torch.cat([cache.v, v_new], dim=2)
+        if N == 0 and allowed is None:
+            return F.scaled_dot_product_attention(
+                q.to(cache.v.dtype),
+                k.to(cache.v.dtype).repeat_interleave(group, 1),
+                cache.v.repeat_interleave(group, 1),
+                is_causal=True,
+                scale=scale,
+            ).to(q.dtype)
+        if allowed is None:  # new token i (position N + i) sees keys up to its own
+            allowed = torch.ones(T, N + T, dtype=torch.bool, device=q.device).tril(N)
+        return F.scaled_dot_product_attention(
+            q.to(cache.v.dtype),
+            cache.k.to(cache.v.dtype).repeat_interleave(group, 1),
+            cache.v.repeat_interleave(group, 1),
+            attn_mask=allowed,
+            scale=scale,
+        ).to(q.dtype)
 
     def _allowed(
         self,
