@@ -242,22 +242,7 @@ def from_pipe(
     if not 0.0 < strength <= 1.0:
         raise ValueError(f"strength must be in (0, 1], got {strength}")
     vae = getattr(pipe, "vae", None)
-    vsf = getattr(pipe, "vae_scale_factor", None) or (
-        2 ** (len(vae.config.block_out_channels) - 1) if vae is not None else 1
-    )
-    sample = model.config.get("sample_size", None)
-    if isinstance(sample, list | tuple):
-        sample = sample[0]
-    height = height or (sample * vsf if sample else None)
-    width = width or height
-    if not height or not width:
-        raise ValueError("pass height and width (the model does not say its sample size)")
-    channels = model.config.in_channels
-    if family == "flux":
-        channels //= 4  # Flux's in_channels counts the packed 2x2 patch
-        h, w = 2 * (int(height) // (vsf * 2)), 2 * (int(width) // (vsf * 2))
-    else:
-        h, w = int(height) // vsf, int(width) // vsf
+    channels, h, w = _latent_shape(pipe, model, family, vae, height, width)
     total = num_steps
     # diffusers' image-to-image: skip int(n - n strength) steps of the n-step schedule.
     skip = int(max(total - min(total * strength, total), 0))
@@ -271,24 +256,9 @@ def from_pipe(
     remaining = total - skip
 
     cfg = family != "flux" and guidance_scale is not None and guidance_scale > 1.0
-    if prompt is not None:
-        if prompt_embeds is not None:
-            raise ValueError("pass prompt or prompt_embeds, not both")
-        (
-            prompt_embeds,
-            pooled_prompt_embeds,
-            negative_prompt_embeds,
-            negative_pooled_prompt_embeds,
-        ) = _encode(pipe, family, prompt, negative_prompt, cfg, model_device(model))
-    condition = uncond = None
-    if prompt_embeds is not None:
-        condition = _condition(family, prompt_embeds, pooled_prompt_embeds, "")
-    if cfg:
-        if negative_prompt_embeds is None:
-            raise ValueError("classifier-free guidance needs negative_prompt_embeds (or a prompt)")
-        uncond = _condition(
-            family, negative_prompt_embeds, negative_pooled_prompt_embeds, "negative_"
-        )
+    embeds = (prompt_embeds, pooled_prompt_embeds, negative_prompt_embeds,
+              negative_pooled_prompt_embeds)  # fmt: skip
+    condition, uncond = _conditions(pipe, model, family, prompt, negative_prompt, cfg, embeds)
     denoiser = DiffusersDenoiser(
         model, guidance=guidance_scale if family == "flux" and guidance_scale is not None else None
     )
@@ -303,6 +273,46 @@ def from_pipe(
         decode=VaeDecoder(vae) if decode and vae is not None else None,
         scheduler=scheduler,
     )
+
+
+def _latent_shape(pipe, model, family: str, vae, height, width) -> tuple[int, int, int]:
+    """(channels, h, w) of the latents for an image of height x width pixels (default: the
+    model's sample size); Flux's latents are packed 2 x 2."""
+    vsf = getattr(pipe, "vae_scale_factor", None) or (
+        2 ** (len(vae.config.block_out_channels) - 1) if vae is not None else 1
+    )
+    sample = model.config.get("sample_size", None)
+    if isinstance(sample, list | tuple):
+        sample = sample[0]
+    height = height or (sample * vsf if sample else None)
+    width = width or height
+    if not height or not width:
+        raise ValueError("pass height and width (the model does not say its sample size)")
+    channels = model.config.in_channels
+    if family == "flux":
+        channels //= 4  # Flux's in_channels counts the packed 2x2 patch
+        return channels, 2 * (int(height) // (vsf * 2)), 2 * (int(width) // (vsf * 2))
+    return channels, int(height) // vsf, int(width) // vsf
+
+
+def _conditions(pipe, model, family: str, prompt, negative_prompt, cfg: bool, embeds):
+    """The denoiser's condition and (with classifier-free guidance) unconditional inputs, from
+    a prompt encoded once or from given embeddings."""
+    prompt_embeds, pooled, negative, negative_pooled = embeds
+    if prompt is not None:
+        if prompt_embeds is not None:
+            raise ValueError("pass prompt or prompt_embeds, not both")
+        prompt_embeds, pooled, negative, negative_pooled = _encode(
+            pipe, family, prompt, negative_prompt, cfg, model_device(model)
+        )
+    condition = uncond = None
+    if prompt_embeds is not None:
+        condition = _condition(family, prompt_embeds, pooled, "")
+    if cfg:
+        if negative is None:
+            raise ValueError("classifier-free guidance needs negative_prompt_embeds (or a prompt)")
+        uncond = _condition(family, negative, negative_pooled, "negative_")
+    return condition, uncond
 
 
 def _scheduler(sched, family, num_steps, sigmas, image_seq_len):

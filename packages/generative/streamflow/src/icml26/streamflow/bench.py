@@ -168,24 +168,9 @@ def measure(
         calls[f"(d) stream end to end, {backend}"] = M + N - 1
         calls[STEADY.format(backend=backend)] = M
     timed = _interleaved_min(arms, device, repeats)
-    rows = {}
-    for name, (_, t, spread) in timed.items():
-        if name.startswith("(a)"):
-            latency = t / M
-        elif name.startswith("(b)"):
-            latency = t * min(N, M) / M  # the first batch's images arrive together
-        elif name.startswith("(c)"):
-            latency = t
-        elif name.startswith("(e)"):
-            latency = N * t / M  # an image spends N calls (each on a batch of N) in the stream
-        else:
-            latency = None  # end to end: fill and drain included, no single latency
-        rows[name] = {
-            "images/s": M / t,
-            "latency s": latency,
-            "calls": calls[name],
-            "spread": spread,
-        }
+    rows = {
+        name: _row(name, t, spread, M, N, calls[name]) for name, (_, t, spread) in timed.items()
+    }
     seq = timed[LOOP][0]
     max_err = max(
         (timed[f"(d) stream end to end, {b}"][0].float() - seq.float()).abs().max().item()
@@ -195,6 +180,21 @@ def measure(
     for r in rows.values():
         r["speedup vs (a)"] = r["images/s"] / base
     return {"rows": rows, "max |stream - sequential|": max_err}
+
+
+def _row(name: str, t: float, spread: float, M: int, N: int, calls: int) -> dict:
+    """One arm's throughput, latency (per image, where the arm has one) and model calls."""
+    if name.startswith("(a)"):
+        latency = t / M
+    elif name.startswith("(b)"):
+        latency = t * min(N, M) / M  # the first batch's images arrive together
+    elif name.startswith("(c)"):
+        latency = t
+    elif name.startswith("(e)"):
+        latency = N * t / M  # an image spends N calls (each on a batch of N) in the stream
+    else:
+        latency = None  # end to end: fill and drain included, no single latency
+    return {"images/s": M / t, "latency s": latency, "calls": calls, "spread": spread}
 
 
 def _model(name: str, cfg: BenchConfig, device, dtype):
