@@ -189,7 +189,6 @@ def train(
     cache = [slide_tensors(s, device, cfg.target_sum) for s in slides]
     every = cfg.eval_every or max(1, cfg.steps // 10)
     best_score, best_state = -math.inf, None
-    per_step = cfg.slides_per_step * world
     bar = tqdm(
         range(result.steps, cfg.steps),
         desc=f"train {type(model).__name__}",
@@ -201,23 +200,7 @@ def train(
         for g in opt.param_groups:  # cosine schedule
             g["lr"] = cfg.lr * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))
         opt.zero_grad(set_to_none=True)
-        total = 0.0
-        for a in range(cfg.slides_per_step):
-            k = step * per_step + a * world + rank  # global slide index of this micro-step
-            epoch, pos = divmod(k, len(slides))
-            i = int(np.random.default_rng([cfg.seed, epoch]).permutation(len(slides))[pos])
-            rng = np.random.default_rng([cfg.seed, k, 1])
-            torch.manual_seed(int(rng.integers(2**62)))  # dropout of this micro-step
-            x, c, y = cache[i]
-            if cfg.augment:
-                keep = rng.random(len(x)) >= rng.uniform(0, cfg.spot_dropout)
-                keep[rng.integers(len(x))] = True  # never an empty slide
-                keep_t = torch.as_tensor(keep, device=device)
-                x, y = x[keep_t], y[keep_t]
-                c = torch.as_tensor(augment_coords(slides[i].coords[keep], rng, cfg), device=device)
-            loss = torch.nn.functional.mse_loss(net(x, c), y)
-            (loss / cfg.slides_per_step).backward()
-            total += loss.item() / cfg.slides_per_step
+        total = _accumulate(net, slides, cache, cfg, step, rank, world, device)
         if cfg.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
@@ -241,6 +224,30 @@ def train(
             save_checkpoint(out_dir, model, opt, result, cfg)
     model.eval()
     return result
+
+
+def _accumulate(net, slides, cache, cfg: TrainConfig, step: int, rank: int, world: int, device):
+    """The gradients of one step's ``slides_per_step`` slides (each rank its own share, each
+    slide's spots dropped and its coordinates augmented when ``cfg.augment``); the mean loss."""
+    per_step = cfg.slides_per_step * world
+    total = 0.0
+    for a in range(cfg.slides_per_step):
+        k = step * per_step + a * world + rank  # global slide index of this micro-step
+        epoch, pos = divmod(k, len(slides))
+        i = int(np.random.default_rng([cfg.seed, epoch]).permutation(len(slides))[pos])
+        rng = np.random.default_rng([cfg.seed, k, 1])
+        torch.manual_seed(int(rng.integers(2**62)))  # dropout of this micro-step
+        x, c, y = cache[i]
+        if cfg.augment:
+            keep = rng.random(len(x)) >= rng.uniform(0, cfg.spot_dropout)
+            keep[rng.integers(len(x))] = True  # never an empty slide
+            keep_t = torch.as_tensor(keep, device=device)
+            x, y = x[keep_t], y[keep_t]
+            c = torch.as_tensor(augment_coords(slides[i].coords[keep], rng, cfg), device=device)
+        loss = torch.nn.functional.mse_loss(net(x, c), y)
+        (loss / cfg.slides_per_step).backward()
+        total += loss.item() / cfg.slides_per_step
+    return total
 
 
 def _validation_score(model: SpotModel, slides: list[Slide]) -> float:
