@@ -206,31 +206,9 @@ def train_grpo(
     for step in bar:
         questions = sample_questions(split.train, cfg.questions_per_step, rng)
         group_targets = [multilingual_group(q, router, cfg.G, orig_min, rng) for q in questions]
-        prompts, owners, routed = [], [], []
-        for gi, (q, targets) in enumerate(zip(questions, group_targets, strict=True)):
-            prompts += [prompt(q.text, t) for t in targets]
-            owners += [(gi, q, t) for t in targets]
-            routed += [k >= orig_min for k in range(len(targets))]
-        policy.eval()
-        answers, ended = policy.sample(prompts, cfg.max_new, cfg.temperature, gen,
-                                       return_ended=True)  # fmt: skip
-        scored = zip(answers, owners, strict=True)
-        rewards = torch.tensor([reward_fn(a, q, t) for a, (_, q, t) in scored],
-                               dtype=torch.float64)  # fmt: skip
-        gids = torch.tensor([gi for gi, _, _ in owners])
-        adv = grpo_advantages(rewards, gids).float().to(policy.device)
-        policy.train()
-        logp, mask = policy.logprobs(prompts, answers, forward=model, ended=ended)
-        with torch.no_grad():
-            ref_logp, _ = reference.logprobs(prompts, answers, ended=ended)
-        m = mask.float()
-        pg = -(adv[:, None] * logp * m).sum() / m.sum()
-        kl = (low_var_kl(logp, ref_logp) * m).sum() / m.sum()
-        loss = pg + cfg.beta * kl
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
-        opt.step()
+        owners, routed, answers, rewards, gids, kl = _grpo_step(
+            policy, model, reference, opt, questions, group_targets, orig_min, reward_fn, gen, cfg
+        )
         # the router sees every rank's rollouts, so its state stays identical everywhere
         local = [(q.topic, t, float(r), q.region, k)
                  for (_, q, t), r, k in zip(owners, rewards, routed, strict=True)]  # fmt: skip
@@ -253,6 +231,41 @@ def train_grpo(
             policy.save_pretrained(ckpt / "policy", meta={"router": cfg.router, "steps": cfg.steps})
     policy.eval()
     return result
+
+
+def _grpo_step(
+    policy, model, reference, opt, questions, group_targets, orig_min, reward_fn, gen, cfg
+):
+    """One GRPO step on the groups of ``questions`` (each answered once per target language):
+    sample, reward, group-normalised advantages, then the policy gradient with the KL to the
+    reference (k3 estimator), its norm clipped at 1. Returns each rollout's (group, question, target), whether
+    it was routed, the answers, rewards, group ids and the KL."""
+    prompts, owners, routed = [], [], []
+    for gi, (q, targets) in enumerate(zip(questions, group_targets, strict=True)):
+        prompts += [prompt(q.text, t) for t in targets]
+        owners += [(gi, q, t) for t in targets]
+        routed += [k >= orig_min for k in range(len(targets))]
+    policy.eval()
+    answers, ended = policy.sample(prompts, cfg.max_new, cfg.temperature, gen,
+                                   return_ended=True)  # fmt: skip
+    scored = zip(answers, owners, strict=True)
+    rewards = torch.tensor([reward_fn(a, q, t) for a, (_, q, t) in scored],
+                           dtype=torch.float64)  # fmt: skip
+    gids = torch.tensor([gi for gi, _, _ in owners])
+    adv = grpo_advantages(rewards, gids).float().to(policy.device)
+    policy.train()
+    logp, mask = policy.logprobs(prompts, answers, forward=model, ended=ended)
+    with torch.no_grad():
+        ref_logp, _ = reference.logprobs(prompts, answers, ended=ended)
+    m = mask.float()
+    pg = -(adv[:, None] * logp * m).sum() / m.sum()
+    kl = (low_var_kl(logp, ref_logp) * m).sum() / m.sum()
+    loss = pg + cfg.beta * kl
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+    opt.step()
+    return owners, routed, answers, rewards, gids, kl
 
 
 @torch.no_grad()
