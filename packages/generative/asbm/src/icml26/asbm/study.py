@@ -261,32 +261,8 @@ def _run_seed(p: Problem, cfg: DemoConfig, seed: int) -> tuple[dict, dict]:
         "ASBM 4 steps": model.sample(64, 4, generator=g),
         "ASBM distilled": xd[:64],
     }
-    per_step = TRAIN_COST * b.batch
     for label in BASELINES:
-        torch.manual_seed(seed)
-        if label == "Reflow":
-            # pairs p with (budget - T p) / (2 * per_step) * batch / p = REFLOW_EPOCHS
-            pairs = max(2 * b.batch, round(budget / (2 * TRAIN_COST * REFLOW_EPOCHS
-                                                     + b.teacher_steps)))  # fmt: skip
-            fm = Reflow(shape, energy, p.make_net(1, True), n_pairs=pairs,
-                        teacher_steps=b.teacher_steps)  # fmt: skip
-            steps = round((budget - pairs * b.teacher_steps) / per_step)
-        else:
-            coupling = {"CFM": "independent", "OT-CFM": "ot", "SB-CFM": "sb"}[label]
-            fm = FlowMatching(shape, energy, coupling, p.make_net(1, True), sigma=cfg.sigma)
-            steps = round(budget / per_step)
-        fm.to(train.device)
-        start = time.perf_counter()
-        fm.fit(train, max(steps, 2), batch_size=b.batch, seed=seed)
-        compute[label] = {
-            "nfe": sum(fm.nfe.values()),
-            "seconds": time.perf_counter() - start,
-            "gradient steps": len(fm.losses),
-        }
-        if label == "SB-CFM":  # minibatches whose entropic plan underflowed to the exact one
-            compute[label]["exact-plan batches"] = fm.exact_plan_batches
-        if label == "Reflow":
-            compute[label]["pairs"] = fm.n_pairs
+        fm, compute[label] = _fit_baseline(label, p, cfg, energy, budget, seed)
         results[label] = _evaluate(
             lambda s, fm=fm: fm.sample(n, s, generator=g, return_trajectory=True), p, cfg.steps
         )
@@ -298,6 +274,38 @@ def _run_seed(p: Problem, cfg: DemoConfig, seed: int) -> tuple[dict, dict]:
         "stage 1 rounds": rounds,
     }
     return measured, {k: v.tolist() for k, v in samples.items()}
+
+
+def _fit_baseline(label: str, p: Problem, cfg: DemoConfig, energy, budget: int, seed: int):
+    """Train one baseline at ASBM's compute (``budget`` network evaluations); the model and
+    what it spent."""
+    b, shape, train = p.budget, tuple(p.train.shape[1:]), p.train
+    per_step = TRAIN_COST * b.batch
+    torch.manual_seed(seed)
+    if label == "Reflow":
+        # pairs p with (budget - T p) / (2 * per_step) * batch / p = REFLOW_EPOCHS
+        pairs = max(2 * b.batch, round(budget / (2 * TRAIN_COST * REFLOW_EPOCHS
+                                                 + b.teacher_steps)))  # fmt: skip
+        fm = Reflow(shape, energy, p.make_net(1, True), n_pairs=pairs,
+                    teacher_steps=b.teacher_steps)  # fmt: skip
+        steps = round((budget - pairs * b.teacher_steps) / per_step)
+    else:
+        coupling = {"CFM": "independent", "OT-CFM": "ot", "SB-CFM": "sb"}[label]
+        fm = FlowMatching(shape, energy, coupling, p.make_net(1, True), sigma=cfg.sigma)
+        steps = round(budget / per_step)
+    fm.to(train.device)
+    start = time.perf_counter()
+    fm.fit(train, max(steps, 2), batch_size=b.batch, seed=seed)
+    spent = {
+        "nfe": sum(fm.nfe.values()),
+        "seconds": time.perf_counter() - start,
+        "gradient steps": len(fm.losses),
+    }
+    if label == "SB-CFM":  # minibatches whose entropic plan underflowed to the exact one
+        spent["exact-plan batches"] = fm.exact_plan_batches
+    if label == "Reflow":
+        spent["pairs"] = fm.n_pairs
+    return fm, spent
 
 
 def _aggregate(per_seed: list[dict]) -> dict:
