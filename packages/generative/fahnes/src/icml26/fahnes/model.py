@@ -487,6 +487,17 @@ class FahnesModel(nn.Module):
         )
         lab = _hyperedge_sizes(lab, p_keep, batch, self.stats.max_edge_size, uniform)
         lab = _distinct_siblings(lab, p_keep, batch, self.stats.max_edge_size, uniform)
+        budget, counts = self._budgets_and_counts(batch, lab, feat, gen, force)
+        sigma = self._sigma(batch)
+        return [
+            self._refined(g, exp, batch, lab, feat, sigma, budget, counts, root)
+            for g, exp in enumerate(exps)
+        ]
+
+    def _budgets_and_counts(self, batch, lab, feat, gen, force: bool):
+        """Given the denoised labels and features (t = 0): each element's budget (its share of
+        the parent's), then how many children each node and hyperedge splits into."""
+        B = batch["num_graphs"]
         t0 = torch.zeros(B, dtype=torch.long)
         _, _, b_logit, _ = self._forward(batch, lab, feat, t0)
         budget = _allocate(b_logit, batch)
@@ -509,33 +520,30 @@ class FahnesModel(nn.Module):
             counts = torch.where(batch["type"] == 0, budget.clamp(max=2), counts)
             cap = _distinct_children(counts, lab, batch, self.stats.max_edge_size)
             counts = torch.where(batch["type"] == 1, torch.minimum(budget, cap), counts)
-        counts = torch.minimum(counts, budget).clamp_min(1)
-        sigma = self._sigma(batch)
-        out = []
-        for g, exp in enumerate(exps):
-            el = batch["element_slices"][g]
-            cs = batch["cand_slices"][g]
-            n = exp.num_nodes
-            x_std = batch["inherited"][el] + feat[el] * sigma[el][:, None]
-            b = budget[el]
-            x_std = _project(
-                x_std,
-                b,
-                batch["groups"][el] - int(batch["groups"][el].min()),
-                batch["inherited"][el],
-                batch["free"][el],
-                root,
-            )
-            x = x_std[:n, : self.stats.node_dim] * torch.tensor(self.stats.std_x) + torch.tensor(
-                self.stats.mean_x
-            )
-            ex = x_std[n:, self.stats.node_dim :] * torch.tensor(self.stats.std_ex) + torch.tensor(
-                self.stats.mean_ex
-            )
-            hg = refined(exp, lab[cs], b[:n], b[n:], x, ex)
-            c = counts[el]
-            out.append((hg, c[:n], c[n:]))
-        return out
+        return budget, torch.minimum(counts, budget).clamp_min(1)
+
+    def _refined(self, g: int, exp, batch, lab, feat, sigma, budget, counts, root: bool):
+        """Graph g's refined hypergraph (features projected onto their parents' and mapped back
+        to data units) and its nodes' and hyperedges' child counts."""
+        el = batch["element_slices"][g]
+        cs = batch["cand_slices"][g]
+        n = exp.num_nodes
+        x_std = batch["inherited"][el] + feat[el] * sigma[el][:, None]
+        b = budget[el]
+        x_std = _project(
+            x_std,
+            b,
+            batch["groups"][el] - int(batch["groups"][el].min()),
+            batch["inherited"][el],
+            batch["free"][el],
+            root,
+        )
+        stats = self.stats
+        x = x_std[:n, : stats.node_dim] * torch.tensor(stats.std_x) + torch.tensor(stats.mean_x)
+        ex = x_std[n:, stats.node_dim :] * torch.tensor(stats.std_ex) + torch.tensor(stats.mean_ex)
+        hg = refined(exp, lab[cs], b[:n], b[n:], x, ex)
+        c = counts[el]
+        return hg, c[:n], c[n:]
 
     def _finish(self, hg: Hypergraph) -> Hypergraph:
         """The last level: hyperedges smaller than the data's smallest are dropped (a 1-node

@@ -169,42 +169,49 @@ def experiment(cfg: DemoConfig) -> dict:
         )  # fmt: skip
         for arm in ("FAHNES", "flat"):
             kind = "fahnes" if arm == "FAHNES" else "flat"
-            model, info = _train(kind, train, val, cfg, seed, cfg.steps, f"{arm} planar s{seed}")
-            t0 = time.perf_counter()
-            samples = model.sample_hypergraphs(cfg.n, cfg.samples, seed=seed + 100)
-            sample_s = (time.perf_counter() - t0) / cfg.samples
-            m = graph_metrics(samples, train, test, [cfg.n] * cfg.samples)
-            runs.append(
-                {
-                    "problem": "planar",
-                    "arm": arm,
-                    "seed": seed,
-                    **m,
-                    "train seconds": info["train seconds"],
-                    "best step": info["best_step"],
-                    "sample seconds": sample_s,
-                }
-            )
+            model, row, samples = _planar_arm(arm, kind, train, val, test, cfg, seed)
+            mesh_row, msamples = _mesh_arm(arm, kind, m_train, m_val, m_test, cfg, seed)
+            runs += [row, mesh_row]
             if seed == 0:
-                keep[f"planar {arm}"] = samples[:4]
+                keep[f"planar {arm}"], keep[f"mesh {arm}"] = samples[:4], msamples[:4]
                 cost_models[kind] = model
-            mm, minfo = _train(
-                kind, m_train, m_val, cfg, seed, cfg.mesh_steps, f"{arm} mesh s{seed}"
-            )
-            # sizes drawn from the training meshes (the test sizes would name the families)
-            msamples = mm.sample_hypergraphs(None, len(m_test), seed=seed + 200)
-            runs.append(
-                {
-                    "problem": "mesh",
-                    "arm": arm,
-                    "seed": seed,
-                    **mesh_metrics(msamples, m_train, m_test),
-                    "train seconds": minfo["train seconds"],
-                }
-            )
-            if seed == 0:
-                keep[f"mesh {arm}"] = msamples[:4]
     keep["planar data"], keep["mesh data"] = test[:4], m_test[:4]
+    cost = _cost(cost_models, cfg)
+    return {
+        "runs": runs,
+        "cost": cost,
+        "keep": keep,
+        "config": asdict(cfg),
+        "mesh families": sorted(set(names)),
+    }
+
+
+def _planar_arm(arm: str, kind: str, train, val, test, cfg: DemoConfig, seed: int):
+    """Train ``arm`` on the planar graphs, sample and score it; (model, run row, samples)."""
+    model, info = _train(kind, train, val, cfg, seed, cfg.steps, f"{arm} planar s{seed}")
+    t0 = time.perf_counter()
+    samples = model.sample_hypergraphs(cfg.n, cfg.samples, seed=seed + 100)
+    sample_s = (time.perf_counter() - t0) / cfg.samples
+    m = graph_metrics(samples, train, test, [cfg.n] * cfg.samples)
+    row = {"problem": "planar", "arm": arm, "seed": seed, **m,
+           "train seconds": info["train seconds"], "best step": info["best_step"],
+           "sample seconds": sample_s}  # fmt: skip
+    return model, row, samples
+
+
+def _mesh_arm(arm: str, kind: str, m_train, m_val, m_test, cfg: DemoConfig, seed: int):
+    """Train ``arm`` on the mesh family, sample and score it; (run row, samples)."""
+    mm, minfo = _train(kind, m_train, m_val, cfg, seed, cfg.mesh_steps, f"{arm} mesh s{seed}")
+    # sizes drawn from the training meshes (the test sizes would name the families)
+    msamples = mm.sample_hypergraphs(None, len(m_test), seed=seed + 200)
+    row = {"problem": "mesh", "arm": arm, "seed": seed, **mesh_metrics(msamples, m_train, m_test),
+           "train seconds": minfo["train seconds"]}  # fmt: skip
+    return row, msamples
+
+
+def _cost(cost_models: dict, cfg: DemoConfig) -> dict:
+    """Sampling time and memory of the saved seed-0 models across graph sizes, each size in a
+    fresh process (full runs), and FAHNES on the airplane mesh's size."""
     cost = {}
     with tempfile.TemporaryDirectory() as tmp:
         for kind, model in tqdm(cost_models.items(), desc="cost", leave=False):
@@ -217,10 +224,4 @@ def experiment(cfg: DemoConfig) -> dict:
                 cost["airplane"] = cost_sweep("fahnes", Path(tmp) / "fahnes", [n_air])[0]
             except (ValueError, FileNotFoundError) as e:
                 cost["airplane"] = {"error": str(e)}
-    return {
-        "runs": runs,
-        "cost": cost,
-        "keep": keep,
-        "config": asdict(cfg),
-        "mesh families": sorted(set(names)),
-    }
+    return cost
