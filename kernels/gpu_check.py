@@ -104,8 +104,51 @@ class Checks:
 def correctness(device: str, sizes: dict, dtypes) -> Checks:
     import torch
 
+    c = Checks()
+    g = torch.Generator().manual_seed(0)
+    T, D, Hq, Hkv = sizes["T"], sizes["D"], sizes["Hq"], sizes["Hkv"]
+
+    def rnd(*shape, dtype, scale=1.0):
+        return (scale * torch.randn(*shape, generator=g)).to(device, dtype)
+
+    # one generator, drawn from in a fixed order: every run checks the same inputs
+    for dt in dtypes:
+        q, k, v = (
+            rnd(1, Hq, T, D, dtype=dt),
+            rnd(1, Hkv, T, D, dtype=dt),
+            rnd(1, Hkv, T, D, dtype=dt),
+        )
+        _check_softmax(c, q, k, v, dt, g, device)
+        if dt != torch.bfloat16:  # the LUCID ops take fp32 / fp16 (bf16 is upcast by callers)
+            _check_lucid(c, q, k, v, dt, g, rnd, sizes)
+        _check_santa(c, dt, rnd, sizes)
+    _check_rans(c, g, device, sizes)
+    return c
+
+
+def _check_softmax(c: Checks, q, k, v, dt, g, device) -> None:
+    """Softmax attention, forward and the three gradients, against the fp64 reference."""
+    import torch
+
     from icml26.kernels.attention import softmax_attention, softmax_attention_reference
-    from icml26.kernels.entropy import quantize_frequencies, rans_decode, rans_encode
+
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    out = softmax_attention(*leaves, causal=True)
+    grad = torch.randn(out.shape, generator=g).to(device, dt)
+    out.backward(grad)
+    ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    ref = softmax_attention_reference(*ref_leaves, causal=True)
+    ref.backward(grad.double())
+    tol = softmax_attention.tolerance(dt)
+    c.close("softmax_attention fwd", dt, out, ref, tol)
+    for name, a, b in zip("qkv", leaves, ref_leaves, strict=True):
+        c.close(f"softmax_attention d{name}", dt, a.grad, b.grad, tol)
+
+
+def _check_lucid(c: Checks, q, k, v, dt, g, rnd, sizes: dict) -> None:
+    """LUCID's solve (forward, dk, dv), attention and one decode step."""
+    import torch
+
     from icml26.kernels.lucid import (
         lucid_attention,
         lucid_attention_reference,
@@ -114,96 +157,83 @@ def correctness(device: str, sizes: dict, dtypes) -> Checks:
         lucid_solve,
         lucid_solve_reference,
     )
+
+    N, D, Hq, Hkv = sizes["N"], sizes["D"], sizes["Hq"], sizes["Hkv"]
+    kk = [t.detach().requires_grad_() for t in (k, v)]
+    vp = lucid_solve(*kk)
+    gv = torch.randn(vp.shape, generator=g).to(vp.device, vp.dtype)
+    vp.backward(gv)
+    rk = [t.detach().double().requires_grad_() for t in (k, v)]
+    rvp = lucid_solve_reference(*rk)
+    rvp.backward(gv.double())
+    tol = lucid_solve.tolerance(dt)
+    c.close("lucid_solve fwd", dt, vp, rvp, tol)
+    c.close("lucid_solve dk", dt, kk[0].grad, rk[0].grad, tol)
+    c.close("lucid_solve dv", dt, kk[1].grad, rk[1].grad, tol)
+    out = lucid_attention(q, k, v)
+    ref = lucid_attention_reference(q.double(), k.double(), v.double())
+    c.close("lucid_attention fwd", dt, out, ref, lucid_solve.tolerance(dt))
+    kc, vpc = rnd(1, Hkv, N, D, dtype=dt), rnd(1, Hkv, N, D, dtype=dt, scale=0.5)
+    qd, kn, vn = rnd(1, Hq, D, dtype=dt), rnd(1, Hkv, D, dtype=dt), rnd(1, Hkv, D, dtype=dt)
+    o, vpn = lucid_decode(qd, kc, vpc, kn, vn)
+    ro, rvpn = lucid_decode_reference(*(t.double() for t in (qd, kc, vpc, kn, vn)))
+    tol = lucid_decode.tolerance(dt)
+    c.close("lucid_decode out", dt, o, ro, tol)
+    c.close("lucid_decode v'", dt, vpn, rvpn, tol)
+
+
+def _check_santa(c: Checks, dt, rnd, sizes: dict) -> None:
+    """SANTA: the kernel's arithmetic is fp32 and the reference's fp64, so a count can move by
+    one where a0 + sum x falls within fp32 rounding of an integer: the counts must agree on almost
+    every row (>= 99.9%, every row total within 1 of its budget), and the output must equal the
+    reference's aggregation at the kernel's own counts."""
+    import torch
+
     from icml26.kernels.santa import santa_decode, santa_decode_reference
 
-    c = Checks()
-    g = torch.Generator().manual_seed(0)
-    T, N, D, Hq, Hkv = sizes["T"], sizes["N"], sizes["D"], sizes["Hq"], sizes["Hkv"]
-
-    def rnd(*shape, dtype, scale=1.0):
-        return (scale * torch.randn(*shape, generator=g)).to(device, dtype)
-
-    for dt in dtypes:
-        q, k, v = (
-            rnd(1, Hq, T, D, dtype=dt),
-            rnd(1, Hkv, T, D, dtype=dt),
-            rnd(1, Hkv, T, D, dtype=dt),
+    n, D, Hq, Hkv, block = sizes["santa_n"], sizes["D"], sizes["Hq"], sizes["Hkv"], sizes["block"]
+    sq = rnd(2, Hq, D, dtype=dt, scale=2.0)
+    sk, sv = rnd(2, Hkv, n, D, dtype=dt), rnd(2, Hkv, n, D, dtype=dt)
+    dname = str(dt).replace("torch.", "")
+    for mode in ("systematic", "tile_fixed", "tile_prop"):
+        S = 16 * math.ceil(n / block)  # ~16 draws per tile, the paper's setting
+        res, cnt = santa_decode(sq, sk, sv, S, mode, block, seed=3, return_counts=True)
+        _, rcnt = santa_decode_reference(
+            sq.double(), sk.double(), sv.double(), S, mode, block, seed=3, return_counts=True
         )
-        # softmax attention, forward and the three gradients
-        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-        out = softmax_attention(*leaves, causal=True)
-        grad = torch.randn(out.shape, generator=g).to(device, dt)
-        out.backward(grad)
-        ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
-        ref = softmax_attention_reference(*ref_leaves, causal=True)
-        ref.backward(grad.double())
-        tol = softmax_attention.tolerance(dt)
-        c.close("softmax_attention fwd", dt, out, ref, tol)
-        for name, a, b in zip("qkv", leaves, ref_leaves, strict=True):
-            c.close(f"softmax_attention d{name}", dt, a.grad, b.grad, tol)
-        if dt != torch.bfloat16:  # the LUCID ops take fp32 / fp16 (bf16 is upcast by callers)
-            kk = [t.detach().requires_grad_() for t in (k, v)]
-            vp = lucid_solve(*kk)
-            gv = torch.randn(vp.shape, generator=g).to(device, vp.dtype)
-            vp.backward(gv)
-            rk = [t.detach().double().requires_grad_() for t in (k, v)]
-            rvp = lucid_solve_reference(*rk)
-            rvp.backward(gv.double())
-            tol = lucid_solve.tolerance(dt)
-            c.close("lucid_solve fwd", dt, vp, rvp, tol)
-            c.close("lucid_solve dk", dt, kk[0].grad, rk[0].grad, tol)
-            c.close("lucid_solve dv", dt, kk[1].grad, rk[1].grad, tol)
-            out = lucid_attention(q, k, v)
-            ref = lucid_attention_reference(q.double(), k.double(), v.double())
-            c.close("lucid_attention fwd", dt, out, ref, lucid_solve.tolerance(dt))
-            kc, vpc = rnd(1, Hkv, N, D, dtype=dt), rnd(1, Hkv, N, D, dtype=dt, scale=0.5)
-            qd, kn, vn = rnd(1, Hq, D, dtype=dt), rnd(1, Hkv, D, dtype=dt), rnd(1, Hkv, D, dtype=dt)
-            o, vpn = lucid_decode(qd, kc, vpc, kn, vn)
-            ro, rvpn = lucid_decode_reference(*(t.double() for t in (qd, kc, vpc, kn, vn)))
-            tol = lucid_decode.tolerance(dt)
-            c.close("lucid_decode out", dt, o, ro, tol)
-            c.close("lucid_decode v'", dt, vpn, rvpn, tol)
-        # SANTA: the kernel's arithmetic is fp32 and the reference's fp64, so a count can move by
-        # one where a0 + sum x falls within fp32 rounding of an integer: the counts must agree
-        # on almost every row (>= 99.9%, every row total within 1 of its budget), and the output
-        # must equal the reference's aggregation at the kernel's own counts.
-        n = sizes["santa_n"]
-        sq = rnd(2, Hq, D, dtype=dt, scale=2.0)
-        sk, sv = rnd(2, Hkv, n, D, dtype=dt), rnd(2, Hkv, n, D, dtype=dt)
-        for mode in ("systematic", "tile_fixed", "tile_prop"):
-            S = 16 * math.ceil(n / sizes["block"])  # ~16 draws per tile, the paper's setting
-            res, cnt = santa_decode(sq, sk, sv, S, mode, sizes["block"], seed=3, return_counts=True)
-            _, rcnt = santa_decode_reference(
-                sq.double(), sk.double(), sv.double(), S, mode, sizes["block"], seed=3,
-                return_counts=True,
-            )  # fmt: skip
-            cnt, rcnt = cnt.cpu(), rcnt.cpu()
-            agree = (cnt == rcnt).double().mean().item()
-            totals = (cnt.sum(-1) - rcnt.sum(-1)).abs().max().item()
-            c.exact(
-                f"santa_decode {mode} counts",
-                str(dt).replace("torch.", ""),
-                agree >= 0.999 and totals <= 1,
-                f"{agree:.6f} of rows agree, row totals within {totals:.0f}",
-            )
-            want = _santa_at_counts(sq, sk, sv, cnt, S, mode, sizes["block"])
-            c.close(f"santa_decode {mode} out", dt, res.out, want, santa_decode.tolerance(dt))
-            # key ranges (a left-padded row and a window): the same count agreement
-            ranges = dict(key_start=torch.tensor([0, n // 3]), key_end=torch.tensor([n, n - 5]))
-            _, cnt = santa_decode(sq, sk, sv, S, mode, sizes["block"], seed=3,
-                                  return_counts=True, **ranges)  # fmt: skip
-            _, rcnt = santa_decode_reference(
-                sq.double(), sk.double(), sv.double(), S, mode, sizes["block"], seed=3,
-                return_counts=True, **ranges,
-            )  # fmt: skip
-            agree = (cnt.cpu() == rcnt.cpu()).double().mean().item()
-            c.exact(
-                f"santa_decode {mode} counts, key ranges",
-                str(dt).replace("torch.", ""),
-                agree >= 0.999 and cnt[1, :, : n // 3].sum().item() == 0,
-                f"{agree:.6f} of rows agree, nothing drawn before a range",
-            )
-    # rANS: exact round trip of a quantised-weight-like symbol stream
+        cnt, rcnt = cnt.cpu(), rcnt.cpu()
+        agree = (cnt == rcnt).double().mean().item()
+        totals = (cnt.sum(-1) - rcnt.sum(-1)).abs().max().item()
+        c.exact(
+            f"santa_decode {mode} counts",
+            dname,
+            agree >= 0.999 and totals <= 1,
+            f"{agree:.6f} of rows agree, row totals within {totals:.0f}",
+        )
+        want = _santa_at_counts(sq, sk, sv, cnt, S, mode, block)
+        c.close(f"santa_decode {mode} out", dt, res.out, want, santa_decode.tolerance(dt))
+        # key ranges (a left-padded row and a window): the same count agreement
+        ranges = dict(key_start=torch.tensor([0, n // 3]), key_end=torch.tensor([n, n - 5]))
+        _, cnt = santa_decode(sq, sk, sv, S, mode, block, seed=3, return_counts=True, **ranges)
+        _, rcnt = santa_decode_reference(
+            sq.double(), sk.double(), sv.double(), S, mode, block, seed=3,
+            return_counts=True, **ranges,
+        )  # fmt: skip
+        agree = (cnt.cpu() == rcnt.cpu()).double().mean().item()
+        c.exact(
+            f"santa_decode {mode} counts, key ranges",
+            dname,
+            agree >= 0.999 and cnt[1, :, : n // 3].sum().item() == 0,
+            f"{agree:.6f} of rows agree, nothing drawn before a range",
+        )
+
+
+def _check_rans(c: Checks, g, device, sizes: dict) -> None:
+    """rANS: exact round trip of a quantised-weight-like symbol stream."""
+    import torch
+
+    from icml26.kernels.entropy import quantize_frequencies, rans_decode, rans_encode
+
     sym = torch.randint(0, 16, (sizes["symbols"],), generator=g)
     sym = torch.where(torch.rand(sym.shape, generator=g) < 0.7, 7, sym)  # skewed, like FP8 codes
     freqs = quantize_frequencies(torch.bincount(sym, minlength=16), prob_bits=12)
@@ -212,7 +242,6 @@ def correctness(device: str, sizes: dict, dtypes) -> Checks:
         streams.words.to(device), streams.starts.to(device), freqs.to(device), sym.numel()
     )
     c.exact("rans_decode", "int", torch.equal(dec.cpu(), sym), f"{sym.numel()} symbols")
-    return c
 
 
 def _santa_at_counts(q, k, v, counts, S, mode, block):

@@ -338,6 +338,28 @@ def _substitute(
     return out
 
 
+@triton.jit
+def _row_dots(
+    A, B, rows, cols, rmask, cmask, DV, BLOCK: tl.constexpr, BLOCK_C: tl.constexpr,
+    PRECISION: tl.constexpr,
+):  # fmt: skip
+    """(BLOCK, BLOCK) inner products a_r . b_c over the value dimension (rows of A and B are
+    DV long), BLOCK_C columns at a time so only one slice of each is live in registers."""
+    cc = tl.arange(0, BLOCK_C)
+    prod = tl.zeros([BLOCK, BLOCK], dtype=tl.float32)
+    for c0 in range(0, DV, BLOCK_C):
+        cv = c0 + cc
+        vmask = cv < DV
+        a_c = tl.load(
+            A + rows[:, None] * DV + cv[None, :], mask=rmask[:, None] & vmask[None, :], other=0.0
+        )
+        b_c = tl.load(
+            B + cols[:, None] * DV + cv[None, :], mask=cmask[:, None] & vmask[None, :], other=0.0
+        )
+        prod += tl.dot(a_c, tl.trans(b_c), input_precision=PRECISION)
+    return prod
+
+
 @tuned(key=["DK", "DV", "BLOCK"])
 @triton.jit
 def _lucid_key_grad_kernel(
@@ -367,7 +389,6 @@ def _lucid_key_grad_kernel(
     i = tl.program_id(1)
     r = tl.arange(0, BLOCK)
     ck = tl.arange(0, BLOCK_DK)
-    cc = tl.arange(0, BLOCK_C)
     kmask = ck < DK
     rows = i * BLOCK + r
     rmask = rows < T
@@ -396,21 +417,10 @@ def _lucid_key_grad_kernel(
             # part 0: g_i . v'_j; part 1: v'_i . g_j (the transposed block of dC)
             a_ptr = G if part == 0 else VP
             b_ptr = VP if part == 0 else G
-            prod = tl.zeros([BLOCK, BLOCK], dtype=tl.float32)
-            for c0 in range(0, DV, BLOCK_C):
-                cv = c0 + cc
-                vmask = cv < DV
-                a_c = tl.load(
-                    a_ptr + base_v + rows[:, None] * DV + cv[None, :],
-                    mask=rmask[:, None] & vmask[None, :],
-                    other=0.0,
-                )
-                b_c = tl.load(
-                    b_ptr + base_v + cols[:, None] * DV + cv[None, :],
-                    mask=cmask[:, None] & vmask[None, :],
-                    other=0.0,
-                )
-                prod += tl.dot(a_c, tl.trans(b_c), input_precision=PRECISION)
+            prod = _row_dots(
+                a_ptr + base_v, b_ptr + base_v, rows, cols, rmask, cmask, DV, BLOCK, BLOCK_C,
+                PRECISION,
+            )  # fmt: skip
             d_c = -prod * l_ij * sqrt_d
             valid = rmask[:, None] & cmask[None, :]
             if part == 0:
@@ -528,6 +538,15 @@ def lucid_solve_triton(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 # The key norms are recomputed from the K rows each step rather than cached: the rows are in
 # registers for the scores anyway, so a norm costs D multiply-adds per row on data already
 # read, in a step whose time is the cache read.
+@triton.jit
+def _preconditioner_row(k, u_new, nmask, sqrt_d):
+    """L_tj = exp(sqrt(d) (u_t . u_j - 1)) of the new token t against a block of cached keys
+    k (BLOCK_N, BLOCK_D); 0 on masked rows."""
+    k_norm = tl.sqrt(tl.sum(k * k, 1))
+    cos = tl.sum(k * u_new[None, :], 1) / tl.where(nmask, k_norm, 1.0)
+    return tl.where(nmask, tl.exp(sqrt_d * (cos - 1.0)), 0.0)  # (BLOCK_N,)
+
+
 @tuned(key=["D", "G", "BLOCK_N"])
 @triton.jit
 def _lucid_decode_split_kernel(
@@ -547,22 +566,15 @@ def _lucid_decode_split_kernel(
     H_KV,
     scale,
     sqrt_d,
-    sq_b,
-    sq_h,
-    sq_g,
-    skc_b,
-    skc_h,
-    skc_n,
-    svc_b,
-    svc_h,
-    svc_n,
-    skn_b,
-    skn_h,
+    sq_b, sq_h, sq_g,  # strides of Q, KC, VC and KN (the last dimension is contiguous)
+    skc_b, skc_h, skc_n,
+    svc_b, svc_h, svc_n,
+    skn_b, skn_h,
     BLOCK_N: tl.constexpr,
     BLOCK_G: tl.constexpr,
     BLOCK_D: tl.constexpr,
     PRECISION: tl.constexpr,
-):
+):  # fmt: skip
     pid = program_id64(0)
     split = tl.program_id(1)
     b = pid // H_KV
@@ -571,10 +583,9 @@ def _lucid_decode_split_kernel(
     offs_g = tl.arange(0, BLOCK_G)
     dmask = offs_d < D
     gmask = offs_g < G
+    gd_mask = gmask[:, None] & dmask[None, :]
     q = tl.load(
-        Q + b * sq_b + h * sq_h + offs_g[:, None] * sq_g + offs_d[None, :],
-        mask=gmask[:, None] & dmask[None, :],
-        other=0.0,
+        Q + b * sq_b + h * sq_h + offs_g[:, None] * sq_g + offs_d[None, :], mask=gd_mask, other=0.0
     ).to(tl.float32)  # (BLOCK_G, BLOCK_D)
     k_new = tl.load(KN + b * skn_b + h * skn_h + offs_d, mask=dmask, other=0.0).to(tl.float32)
     u_new = k_new / tl.sqrt(tl.sum(k_new * k_new, 0))
@@ -598,11 +609,7 @@ def _lucid_decode_split_kernel(
             mask=kv_mask,
             other=0.0,
         ).to(tl.float32)
-        # the preconditioner row: L_tj for this block of cached tokens
-        k_norm = tl.sqrt(tl.sum(k * k, 1))
-        cos = tl.sum(k * u_new[None, :], 1) / tl.where(nmask, k_norm, 1.0)
-        l_row = tl.where(nmask, tl.exp(sqrt_d * (cos - 1.0)), 0.0)  # (BLOCK_N,)
-        acc_l += tl.sum(l_row[:, None] * vp, 0)
+        acc_l += tl.sum(_preconditioner_row(k, u_new, nmask, sqrt_d)[:, None] * vp, 0)
         # the attention scores of every query head of the group on the same rows, by tl.dot
         # (the group padded to 16 rows; padded heads are never stored)
         s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # (BLOCK_G, BLOCK_N)
@@ -617,11 +624,7 @@ def _lucid_decode_split_kernel(
     tl.store(ACC_L + part * D + offs_d, acc_l, mask=dmask)
     tl.store(M + part * G + offs_g, m, mask=gmask)
     tl.store(L + part * G + offs_g, l, mask=gmask)
-    tl.store(
-        ACC + (part * G + offs_g[:, None]) * D + offs_d[None, :],
-        acc,
-        mask=gmask[:, None] & dmask[None, :],
-    )
+    tl.store(ACC + (part * G + offs_g[:, None]) * D + offs_d[None, :], acc, mask=gd_mask)
 
 
 @triton.jit
@@ -747,15 +750,7 @@ def lucid_decode_triton(
     block_d = max(16, triton.next_power_of_2(D))
     block_g = max(16, triton.next_power_of_2(G))
     block_n = 64
-    if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
-        raise ValueError(f"num_splits must be a positive integer, got {num_splits!r}")
-    splits = num_splits or decode_splits(B * H_kv, N, block_n)
-    chunk = block_n * triton.cdiv(triton.cdiv(max(N, 1), splits), block_n)
-    splits = max(1, triton.cdiv(N, chunk))  # no empty trailing chunk
-    # The merge's width is fixed per (batch x KV head) count, not by the cache length: a decode
-    # loop whose cache grows must not compile a new merge every time the split count doubles.
-    cap = splits if (_INTERPRET or num_splits) else max(splits, triton.cdiv(264, B * H_kv))
-    block_s = triton.next_power_of_2(cap)
+    chunk, splits, block_s = _split_plan(B * H_kv, N, block_n, num_splits)
     dev, f32 = q.device, torch.float32
     acc_l = torch.empty(B * H_kv, splits, D, device=dev, dtype=f32)
     m = torch.empty(B * H_kv, splits, G, device=dev, dtype=f32)
@@ -781,41 +776,49 @@ def lucid_decode_triton(
         scale,
         math.sqrt(D),
         *q_strides,
-        kc.stride(0),
-        kc.stride(1),
-        kc.stride(2),
-        vc.stride(0),
-        vc.stride(1),
-        vc.stride(2),
-        kn.stride(0),
-        kn.stride(1),
+        *kc.stride()[:3],
+        *vc.stride()[:3],
+        *kn.stride()[:2],
         BLOCK_N=block_n,
         PRECISION=_PRECISION,
         **consts,
     )
+    partials = (acc_l, m, l, acc)
+    out, vp_t = _merge(q4, kn, vn, partials, splits, scale, q_strides, block_s, consts)
+    return out.reshape(B, H, D).to(q.dtype), vp_t
+
+
+def _split_plan(bh: int, N: int, block_n: int, num_splits: int | None) -> tuple[int, int, int]:
+    """(chunk length, number of chunks, merge width) of a decode over a cache of N keys."""
+    if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
+        raise ValueError(f"num_splits must be a positive integer, got {num_splits!r}")
+    splits = num_splits or decode_splits(bh, N, block_n)
+    chunk = block_n * triton.cdiv(triton.cdiv(max(N, 1), splits), block_n)
+    splits = max(1, triton.cdiv(N, chunk))  # no empty trailing chunk
+    # The merge's width is fixed per (batch x KV head) count, not by the cache length: a decode
+    # loop whose cache grows must not compile a new merge every time the split count doubles.
+    cap = splits if (_INTERPRET or num_splits) else max(splits, triton.cdiv(264, bh))
+    return chunk, splits, triton.next_power_of_2(cap)
+
+
+def _merge(q4, kn, vn, partials, splits, scale, q_strides, block_s, consts):
+    """Merge the chunks' partial sums with the new token: (out (B, H_kv, G, D), v'_t)."""
+    B, H_kv, G, D = q4.shape
+    acc_l, m, l, acc = partials
+    dev, f32 = q4.device, torch.float32
     out = torch.empty(B, H_kv, G, D, device=dev, dtype=f32)
     vp_t = torch.empty(B, H_kv, D, device=dev, dtype=f32)
     _lucid_decode_merge_kernel[(B * H_kv,)](
-        q4,
-        kn,
-        vn,
-        acc_l,
-        m,
-        l,
-        acc,
-        out,
-        vp_t,
+        q4, kn, vn, acc_l, m, l, acc, out, vp_t,
         splits,
         G,
         D,
         H_kv,
         scale,
         *q_strides,
-        kn.stride(0),
-        kn.stride(1),
-        vn.stride(0),
-        vn.stride(1),
+        *kn.stride()[:2],
+        *vn.stride()[:2],
         BLOCK_S=block_s,
         **consts,
-    )
-    return out.reshape(B, H, D).to(q.dtype), vp_t
+    )  # fmt: skip
+    return out, vp_t
