@@ -34,6 +34,48 @@ from icml26.kernels.santa import (
 )
 
 
+@triton.jit
+def _group_scores(q, k_tile, mask_n, mask_d, scale, UPCAST: tl.constexpr, PRECISION: tl.constexpr):
+    """Scores of all the group's heads q (BLOCK_G, BLOCK_D) from ONE read of the key tile (fp32,
+    tensor-core friendly: the group is padded to 16 rows for tl.dot)."""
+    k = tl.load(k_tile, mask=mask_n[:, None] & mask_d[None, :], other=0.0)
+    if UPCAST:  # the interpreter's half-precision dot is wrong; fp32 inputs are fp32 anyway
+        q = q.to(tl.float32)
+        k = k.to(tl.float32)
+    # bf16 / fp16 tiles go to the tensor cores as they are: their products are exact in the
+    # fp32 accumulator, so this equals the fp32 dot of the upcast values
+    return tl.dot(q.to(k.dtype), tl.trans(k), input_precision=PRECISION) * scale
+
+
+@triton.jit
+def _systematic_counts(x, base):
+    """Systematic resampling counts of the masses x (BLOCK_G, BLOCK_N) at offsets base:
+    c_r = floor(base + X_r) - floor(base + X_{r-1}), X the running sum."""
+    hi = tl.cumsum(x, 1)
+    return tl.floor(base[:, None] + hi) - tl.floor(base[:, None] + hi - x)
+
+
+@triton.jit
+def _tile_offsets(
+    a0_ptr, seed_ptr, alpha_ptr, shift_ptr, sfix_ptr, b, row, tile, mask_g, l,
+    FIXED: tl.constexpr, DEVICE_RNG: tl.constexpr, ROW_OFFSET: tl.constexpr,
+):  # fmt: skip
+    """(alpha, base) of each head's tile: the count scale and where its systematic grid starts."""
+    if DEVICE_RNG:  # Philox from a seed in device memory: no host draw, graph-capturable
+        seed = tl.load(seed_ptr)
+        a0 = tl.rand(seed, (row if ROW_OFFSET else tile).to(tl.int32))
+    else:
+        a0 = tl.load(a0_ptr + tile, mask=mask_g, other=0.0)
+    if FIXED:
+        filled = mask_g & (l > 0)  # a tile past the key range draws nothing
+        alpha = tl.where(filled, tl.load(sfix_ptr + b) / tl.where(filled, l, 1.0), 0.0)
+        base = a0
+    else:
+        alpha = tl.load(alpha_ptr + tile, mask=mask_g, other=0.0)
+        base = a0 + tl.load(shift_ptr + tile, mask=mask_g, other=0.0)
+    return alpha, base
+
+
 @tuned(key=["D", "G", "BLOCK_N", "PASS", "FIXED"])
 @triton.jit
 def _santa_group_kernel(
@@ -53,66 +95,39 @@ def _santa_group_kernel(
     start_ptr,  # (B,) int64 first valid key: tiles are aligned at it
     end_ptr,  # (B,) int64 one past the last valid key
     sfix_ptr,  # (B,) fp32 S_t of tile_fixed (FIXED)
-    N,
-    D,
-    T,
-    G,
+    N, D, T, G,
     scale,
-    sq_b,
-    sq_h,
-    sk_b,
-    sk_h,
-    sk_n,
-    sv_b,
-    sv_h,
-    sv_n,
+    sq_b, sq_h,  # strides of q, k and v (the last dimension is contiguous)
+    sk_b, sk_h, sk_n,
+    sv_b, sv_h, sv_n,
     PASS: tl.constexpr,  # 0: statistics only (stash scores); 1: sample from the stash; 2: both
-    FIXED: tl.constexpr,
-    WRITE_COUNTS: tl.constexpr,
-    DEVICE_RNG: tl.constexpr,
-    ROW_OFFSET: tl.constexpr,
-    UPCAST: tl.constexpr,
-    PRECISION: tl.constexpr,  # systematic: one offset per (batch, head) row, shared by its tiles
-    BLOCK_N: tl.constexpr,
-    BLOCK_D: tl.constexpr,
-    BLOCK_G: tl.constexpr,
-):
+    FIXED: tl.constexpr,  # tile_fixed: the budget S_t from sfix_ptr
+    WRITE_COUNTS: tl.constexpr, DEVICE_RNG: tl.constexpr,
+    ROW_OFFSET: tl.constexpr,  # systematic: one offset per (batch, head) row, shared by its tiles
+    UPCAST: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_G: tl.constexpr,
+):  # fmt: skip
     b = program_id64(0)
     kvh = program_id64(1)
     t = tl.program_id(2)
     Hq = tl.num_programs(1) * G
     rel_n = t * BLOCK_N + tl.arange(0, BLOCK_N)  # position inside the sequence's key range
     offs_n = tl.load(start_ptr + b) + rel_n  # key index in the cache
-    offs_d = tl.arange(0, BLOCK_D)
-    offs_g = tl.arange(0, BLOCK_G)
+    offs_d, offs_g = tl.arange(0, BLOCK_D), tl.arange(0, BLOCK_G)
     mask_n = (offs_n < tl.load(end_ptr + b)) & (offs_n < N)
     mask_d, mask_g = offs_d < D, offs_g < G
+    gn_mask, gd_mask = mask_g[:, None] & mask_n[None, :], mask_g[:, None] & mask_d[None, :]
     heads = kvh * G + offs_g  # the group's query heads
     row = b * Hq + heads  # (BLOCK_G,) index of (batch, query head)
     tile = row * T + t  # (BLOCK_G,) index of (batch, query head, tile)
     stash = s_ptr + row[:, None] * (T * BLOCK_N) + rel_n[None, :]
     if PASS == 1:
-        s = tl.load(stash, mask=mask_g[:, None] & mask_n[None, :], other=-float("inf"))
+        s = tl.load(stash, mask=gn_mask, other=-float("inf"))
     else:
-        # Scores of all the group's heads from ONE read of the key tile (fp32, tensor-core
-        # friendly: the group is padded to 16 rows for tl.dot).
-        q = tl.load(
-            q_ptr + b * sq_b + heads[:, None] * sq_h + offs_d[None, :],
-            mask=mask_g[:, None] & mask_d[None, :],
-            other=0.0,
-        )
-        k = tl.load(
-            k_ptr + b * sk_b + kvh * sk_h + offs_n[:, None] * sk_n + offs_d[None, :],
-            mask=mask_n[:, None] & mask_d[None, :],
-            other=0.0,
-        )
-        if UPCAST:  # the interpreter's half-precision dot is wrong; fp32 inputs are fp32 anyway
-            q = q.to(tl.float32)
-            k = k.to(tl.float32)
-        # bf16 / fp16 tiles go to the tensor cores as they are: their products are exact in the
-        # fp32 accumulator, so this equals the fp32 dot of the upcast values
-        s = tl.dot(q.to(k.dtype), tl.trans(k), input_precision=PRECISION) * scale
-        s = tl.where(mask_g[:, None] & mask_n[None, :], s, -float("inf"))
+        q = tl.load(q_ptr + b * sq_b + heads[:, None] * sq_h + offs_d[None, :], gd_mask, 0.0)
+        k_tile = k_ptr + b * sk_b + kvh * sk_h + offs_n[:, None] * sk_n + offs_d[None, :]
+        s = _group_scores(q, k_tile, mask_n, mask_d, scale, UPCAST, PRECISION)
+        s = tl.where(gn_mask, s, -float("inf"))
     m = tl.max(s, 1)
     m = tl.where(mask_g, m, 0.0)  # padded heads: keep the arithmetic finite
     # a tile past the key range has m = -inf: its u is 0, not exp(nan)
@@ -122,24 +137,13 @@ def _santa_group_kernel(
         tl.store(m_ptr + tile, m, mask=mask_g)
         tl.store(l_ptr + tile, l, mask=mask_g)
     if PASS == 0:
-        tl.store(stash, s, mask=mask_g[:, None] & mask_n[None, :])
+        tl.store(stash, s, mask=gn_mask)
     else:
-        if DEVICE_RNG:  # Philox from a seed in device memory: no host draw, graph-capturable
-            seed = tl.load(seed_ptr)
-            a0 = tl.rand(seed, (row if ROW_OFFSET else tile).to(tl.int32))
-        else:
-            a0 = tl.load(a0_ptr + tile, mask=mask_g, other=0.0)
-        if FIXED:
-            filled = mask_g & (l > 0)  # a tile past the key range draws nothing
-            alpha = tl.where(filled, tl.load(sfix_ptr + b) / tl.where(filled, l, 1.0), 0.0)
-            base = a0
-        else:
-            alpha = tl.load(alpha_ptr + tile, mask=mask_g, other=0.0)
-            base = a0 + tl.load(shift_ptr + tile, mask=mask_g, other=0.0)
-        x = u * alpha[:, None]
-        hi = tl.cumsum(x, 1)
-        c = tl.floor(base[:, None] + hi) - tl.floor(base[:, None] + hi - x)
-        c = tl.where(mask_g[:, None] & mask_n[None, :], c, 0.0)
+        alpha, base = _tile_offsets(
+            a0_ptr, seed_ptr, alpha_ptr, shift_ptr, sfix_ptr, b, row, tile, mask_g, l,
+            FIXED, DEVICE_RNG, ROW_OFFSET,
+        )  # fmt: skip
+        c = tl.where(gn_mask, _systematic_counts(u * alpha[:, None], base), 0.0)
         # Each value row is read once for the whole group: the union of the heads' draws.
         read = mask_n & (tl.max(c, 0) > 0)
         v = tl.load(
@@ -150,18 +154,10 @@ def _santa_group_kernel(
         # (BLOCK_G, BLOCK_D) in fp32 IEEE whatever V's dtype: a heavy row's count can reach S
         # (thousands), which bf16 rounds in steps of 4-8 and TF32 above 2048; few rows are read
         out = tl.dot(c, v.to(tl.float32), input_precision="ieee")
-        tl.store(
-            out_ptr + tile[:, None] * D + offs_d[None, :],
-            out,
-            mask=mask_g[:, None] & mask_d[None, :],
-        )
+        tl.store(out_ptr + tile[:, None] * D + offs_d[None, :], out, mask=gd_mask)
         tl.store(read_ptr + (b * tl.num_programs(1) + kvh) * T + t, tl.sum(read.to(tl.int32), 0))
         if WRITE_COUNTS:
-            tl.store(
-                cnt_ptr + row[:, None] * (T * BLOCK_N) + rel_n[None, :],
-                c,
-                mask=mask_g[:, None] & mask_n[None, :],
-            )
+            tl.store(cnt_ptr + row[:, None] * (T * BLOCK_N) + rel_n[None, :], c, mask=gn_mask)
 
 
 def _launch(
