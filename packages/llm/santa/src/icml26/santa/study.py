@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from icml26.kernels.santa import MODES, expected_output, santa_decode
 from icml26.santa.attention import disable_santa, enable_santa, operating_point
+from icml26.santa.baselines import topk_attention
 from icml26.santa.model import corpus_text, load_smollm2, tiny_llama
 
 NEEDLE = "The secret passphrase is {code}."
@@ -267,21 +268,6 @@ def _estimator_study(rows_by_context: dict, cfg: "DemoConfig") -> dict:
             "exact bias": max(biases),
         }
     return res
-
-
-def topk_attention(q, k, v, rows: int, scale: float | None = None) -> torch.Tensor:
-    """The top-k baseline: exact scores, then only the ``rows`` value rows with the largest
-    probability (the group's largest over its query heads, so a KV head reads ``rows`` rows for
-    all of them), softmax renormalised over them. Deterministic and biased."""
-    B, Hq, D = q.shape
-    Hkv, N = k.shape[1], k.shape[2]
-    G = Hq // Hkv
-    s = torch.einsum("bkgd,bknd->bkgn", q.view(B, Hkv, G, D), k) * (scale or D**-0.5)
-    p = torch.softmax(s, -1)
-    keep = p.amax(2).topk(min(rows, N), -1).indices  # (B, Hkv, rows)
-    mask = torch.zeros(B, Hkv, N, dtype=torch.bool).scatter_(-1, keep, True)
-    w = torch.softmax(s.masked_fill(~mask[:, :, None], -torch.inf), -1)
-    return torch.einsum("bkgn,bknd->bkgd", w, v).reshape(B, Hq, D)
 
 
 def _topk_row(rows, reads, L, d, S, block_n) -> dict:
