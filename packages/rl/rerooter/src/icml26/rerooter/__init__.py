@@ -6,6 +6,7 @@ and sliding-tile environments with a gymnasium wrapper; a two-headed policy/heur
 online bootstrap training. See the README for what follows the paper and what is ours.
 """
 
+from icml26.rerooter.baselines import lts, phs_star
 from icml26.rerooter.bootstrap import (
     METHODS,
     AuthorsBootstrapConfig,
@@ -25,8 +26,6 @@ from icml26.rerooter.search import (
     Rerooter,
     SearchResult,
     SearchTree,
-    lts,
-    phs_star,
     rerooted_cost_reference,
     sqrt_lts,
 )

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import torch
 
+from icml26.rerooter.baselines import lts, phs_star
 from icml26.rerooter.evaluators import NetEvaluator, UniformPolicy
 from icml26.rerooter.model import ConvNetConfig, TwoHeadedConvNet
 from icml26.rerooter.rerooters import ClusterRerooter, HeuristicRerooter, MixedRerooter
-from icml26.rerooter.search import best_first_search, lts, phs_star, sqrt_lts
+from icml26.rerooter.search import best_first_search, sqrt_lts
 from icml26.rerooter.sokoban import bundled_levels
 from icml26.testing.results import resolve_device
 

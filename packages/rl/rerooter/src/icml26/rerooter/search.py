@@ -439,49 +439,6 @@ def _set_solution(result: SearchResult, tree: SearchTree, goal: int) -> list[int
     return path
 
 
-# -- the public searches ---------------------------------------------------------------------------
-def lts(
-    env: Environment,
-    evaluator: Evaluator,
-    budget: int,
-    *,
-    cost: Literal["d_pi", "slenderness"] = "d_pi",
-    batch_size: int = 32,
-    mix_epsilon: float = 0.0,
-    trace: bool = False,
-) -> SearchResult:
-    """Levin tree search: expand in increasing ``d(n) / pi(n)`` (``cost="d_pi"``, Orseau et al.
-    2018) or in increasing slenderness ``lambda(n; root)`` (``cost="slenderness"``, the root term
-    of √LTS). At most ``budget`` expansions.
-    """
-    if cost not in ("d_pi", "slenderness"):
-        raise ValueError(f"cost must be 'd_pi' or 'slenderness', got {cost!r}")
-    return best_first_search(
-        env, evaluator, budget, cost, batch_size=batch_size, mix_epsilon=mix_epsilon, trace=trace
-    )
-
-
-def phs_star(
-    env: Environment,
-    evaluator: Evaluator,
-    budget: int,
-    *,
-    batch_size: int = 32,
-    mix_epsilon: float = 0.0,
-    trace: bool = False,
-) -> SearchResult:
-    """PHS* (Orseau & Lelis 2021): ``log phi(n) = log(g + h) - (1 + h/g) log pi(n)``, g = d(n)."""
-    return best_first_search(
-        env,
-        evaluator,
-        budget,
-        "phs_star",
-        batch_size=batch_size,
-        mix_epsilon=mix_epsilon,
-        trace=trace,
-    )
-
-
 def sqrt_lts(
     env: Environment,
     evaluator: Evaluator,
