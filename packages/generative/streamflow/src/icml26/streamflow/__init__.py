@@ -17,8 +17,9 @@ diffusers pipeline), the sequential baseline, and a digits model trained here.
 """
 
 from icml26.streamflow.adapters import DiffusersDenoiser, VaeDecoder, encode_image, from_pipe
+from icml26.streamflow.baselines import sequential_sample
 from icml26.streamflow.model import digits_images, train_flow_matching, unet
-from icml26.streamflow.pipeline import StreamPipeline, sequential_sample
+from icml26.streamflow.pipeline import StreamPipeline
 from icml26.streamflow.scheduler import BatchedFlowScheduler, PeRFlowWindows, flux_mu
 from icml26.testing.results import package_version
 

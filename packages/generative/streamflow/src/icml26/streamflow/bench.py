@@ -20,8 +20,9 @@ from typing import Literal
 import torch
 
 from icml26.streamflow.adapters import DiffusersDenoiser
+from icml26.streamflow.baselines import sequential_sample
 from icml26.streamflow.model import unet
-from icml26.streamflow.pipeline import StreamPipeline, model_device, sequential_sample
+from icml26.streamflow.pipeline import StreamPipeline, model_device
 from icml26.streamflow.scheduler import BatchedFlowScheduler
 from icml26.testing.results import resolve_device
 

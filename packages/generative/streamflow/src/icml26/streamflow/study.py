@@ -27,9 +27,10 @@ from pathlib import Path
 import torch
 
 from icml26.streamflow.adapters import DiffusersDenoiser
+from icml26.streamflow.baselines import sequential_sample
 from icml26.streamflow.bench import measure
 from icml26.streamflow.model import digits_images, train_flow_matching, unet
-from icml26.streamflow.pipeline import StreamPipeline, sequential_sample
+from icml26.streamflow.pipeline import StreamPipeline
 from icml26.streamflow.reference import PeRFlowSequential
 from icml26.streamflow.scheduler import PeRFlowWindows
 from icml26.testing.results import (
