@@ -238,8 +238,8 @@ def _grpo_step(
 ):
     """One GRPO step on the groups of ``questions`` (each answered once per target language):
     sample, reward, group-normalised advantages, then the policy gradient with the KL to the
-    reference (k3 estimator), its norm clipped at 1. Returns each rollout's (group, question, target), whether
-    it was routed, the answers, rewards, group ids and the KL."""
+    reference (k3 estimator), its norm clipped at 1. Returns each rollout's (group, question,
+    target), whether it was routed, the answers, rewards, group ids and the KL."""
     prompts, owners, routed = [], [], []
     for gi, (q, targets) in enumerate(zip(questions, group_targets, strict=True)):
         prompts += [prompt(q.text, t) for t in targets]
