@@ -25,6 +25,7 @@ from icml26.tactic.abstraction import (
     fit_classes,
     train_predictor,
 )
+from icml26.tactic.baselines import ARMS, arm_config
 from icml26.tactic.env import (
     GameConfig,
     ShiftingDependencyGame,
@@ -40,7 +41,7 @@ from icml26.tactic.graph import (
     q_tot,
     select_edges,
 )
-from icml26.tactic.learner import ARMS, Learner, LearnerConfig, StepOut, arm_config
+from icml26.tactic.learner import Learner, LearnerConfig, StepOut
 from icml26.tactic.train import EpisodeBuffer, TrainConfig, TrainResult, evaluate, train
 
 __all__ = [

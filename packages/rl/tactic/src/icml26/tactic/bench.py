@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from icml26.tactic.learner import ARMS
+from icml26.tactic.baselines import ARMS
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,8 @@ def _time(fn, repeats: int, sync) -> float:
 
 
 def run_bench(cfg: BenchConfig) -> dict[str, float]:
+    from icml26.tactic.baselines import arm_config
     from icml26.tactic.env import GameConfig, ShiftingDependencyGame
-    from icml26.tactic.learner import arm_config
     from icml26.tactic.train import TrainConfig, _Run
     from icml26.testing.results import resolve_device
 

@@ -9,9 +9,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from icml26.tactic.baselines import ARMS
 from icml26.tactic.bench import BenchConfig, run_bench
 from icml26.tactic.demo import run_demo
-from icml26.tactic.learner import ARMS
 from icml26.tactic.study import DemoConfig
 from icml26.testing.command import dispatch
 
@@ -65,7 +65,7 @@ def train_cli(cfg: TrainCli) -> None:
     import torch
     import torch.distributed as dist
 
-    from icml26.tactic.learner import arm_config
+    from icml26.tactic.baselines import arm_config
     from icml26.tactic.train import TrainConfig, train
     from icml26.testing.results import resolve_device
 

@@ -21,7 +21,7 @@ greedy actions, in acting and in the TD target (double-Q style: online actions, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
@@ -30,7 +30,7 @@ from torch import nn
 
 from icml26.tactic.graph import all_edges, max_sum, payoff_variance, q_tot, select_edges
 
-__all__ = ["ARMS", "Learner", "LearnerConfig", "StepOut", "arm_config", "flat_steps"]
+__all__ = ["Learner", "LearnerConfig", "StepOut", "flat_steps"]
 
 
 @dataclass(frozen=True)
@@ -63,25 +63,6 @@ class LearnerConfig:
             raise ValueError(f"rho must be in [0, 1], got {self.rho}")
         if self.classes and self.kind != "graph":
             raise ValueError("class conditioning is defined for the graph learners only")
-
-
-ARMS: dict[str, LearnerConfig] = {
-    "TACTIC": LearnerConfig(classes=True),
-    "CASEC": LearnerConfig(),
-    "DCG": LearnerConfig(prune=None),
-    "QMIX": LearnerConfig(kind="qmix", prune=None),
-    "VDN": LearnerConfig(kind="vdn", prune=None),
-    "TACTIC, predictor trained": LearnerConfig(classes=True, freeze_predictor=False),
-    "TACTIC, random pruning": LearnerConfig(classes=True, prune="random"),
-    "TACTIC, no pruning": LearnerConfig(classes=True, prune=None),
-}
-"""The demo's arms: the method, the four baselines and the three ablations."""
-
-
-def arm_config(arm: str, **overrides) -> LearnerConfig:
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; choose from {list(ARMS)}")
-    return replace(ARMS[arm], **overrides)
 
 
 class StepOut(NamedTuple):

@@ -16,7 +16,7 @@ from typing import Literal
 
 from tqdm.auto import tqdm
 
-from icml26.tactic.learner import ARMS
+from icml26.tactic.baselines import ARMS
 from icml26.tactic.verdict import SUMO_ARMS
 from icml26.testing.results import (
     resolve_device,
@@ -85,8 +85,8 @@ def train_config(cfg: DemoConfig, seed: int, device: str):
 # -- the experiment ----------------------------------------------------------------------------
 def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
     """Train and test every arm on every seed; raw per-run rows."""
+    from icml26.tactic.baselines import arm_config
     from icml26.tactic.env import GameConfig, ShiftingDependencyGame
-    from icml26.tactic.learner import arm_config
     from icml26.tactic.train import train
 
     cfg.check()
@@ -119,7 +119,7 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
 
 
 def _sumo_experiment(cfg: DemoConfig, device: str, progress: bool) -> dict:
-    from icml26.tactic.learner import arm_config
+    from icml26.tactic.baselines import arm_config
     from icml26.tactic.sumo import SumoGrid, fixed_time_metrics
     from icml26.tactic.train import train
 
