@@ -31,13 +31,9 @@ if ! "$PY" -c "import torch, pytest" 2>/dev/null; then
     exit 2
 fi
 CUDA="$("$PY" -c "import torch; print(int(torch.cuda.is_available()))")"
-# the toolkit's pytest plugin (seeding, device parametrization, gpu marker): by -p from source,
-# unless an installed icml26-testing already registers it
+# the toolkit's pytest plugin (seeding, device parametrization, gpu marker): every member's
+# tests/conftest.py opts into it; -p names it too, for a tests folder run on its own
 PLUGIN=(-p icml26.testing.plugin)
-if "$PY" -c "import sys, importlib.metadata as m; sys.exit(not any(
-        e.value.startswith('icml26.testing') for e in m.entry_points(group='pytest11')))"; then
-    PLUGIN=()
-fi
 "$PY" - <<'EOF' | tee "$OUT/machine.txt"
 import platform, torch
 try:
