@@ -45,8 +45,6 @@ GAPS = {
     # the original-language and fixed-language routers are in router.py; no bench of the
     # router's overhead per GRPO step yet
     "icml26-lrpo": {"baselines.py", "bench.py"},
-    # softmax attention comes from icml26-kernels; its temperature grid is in study.py
-    "icml26-lucid": {"baselines.py"},
     # the exponential schedule training a neural critic is critic.py
     "icml26-td": {"train.py"},
     # raw pixels and the untrained encoder (study.py); the SSL training loop is ssl.py

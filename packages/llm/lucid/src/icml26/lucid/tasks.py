@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from icml26.kernels.lucid import lucid_attention_reference
+from icml26.lucid.baselines import SOFTMAX_ARMS, best_temperature, softmax_outputs
 
 
 def mqar_batch(
@@ -94,12 +95,6 @@ def needle_batch(
     return tokens.to(device), targets.to(device)
 
 
-TEMPERATURES = (1.0, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01)
-"""Softmax temperatures of the probe; the best of them at each point is the tuned baseline (down
-to 0.01: near zero temperature softmax is nearest-key lookup, which a query close to its own key
-gets right)."""
-
-
 def correlated_keys_probe(
     cluster_sizes: list[int],
     d: int = 64,
@@ -120,8 +115,7 @@ def correlated_keys_probe(
     problems for a seed on every device) and solved on ``device``.
     """
     g = torch.Generator().manual_seed(seed)
-    temps = {f"softmax (T={t:g})": t for t in TEMPERATURES}
-    out: dict[str, list[float]] = {name: [] for name in temps} | {"LUCID": []}
+    out: dict[str, list[float]] = {name: [] for name in SOFTMAX_ARMS} | {"LUCID": []}
     for c in cluster_sizes:
         if c < 1:
             raise ValueError(f"cluster sizes must be >= 1, got {c}")
@@ -137,15 +131,13 @@ def correlated_keys_probe(
             q, k, v = q.to(device), k.to(device), v.to(device)
             target = v[-1]
             logits = q[-1] @ k.T / math.sqrt(d)  # (n,)
-            for name, temp in temps.items():
-                o = torch.softmax(logits / temp, -1) @ v
+            for name, o in softmax_outputs(logits, v).items():
                 totals[name] += F.cosine_similarity(o, target, dim=0).item()
             o = lucid_attention_reference(q[None, None], k[None, None], v[None, None])[0, 0, -1]
             totals["LUCID"] += F.cosine_similarity(o, target, dim=0).item()
         for name in out:
             out[name].append(totals[name] / trials)
-    # the tuned constant: softmax at the temperature that does best here (an oracle choice)
-    out["softmax (best T)"] = [max(out[n][i] for n in temps) for i in range(len(cluster_sizes))]
+    out["softmax (best T)"] = best_temperature(out, len(cluster_sizes))
     return out
 
 
