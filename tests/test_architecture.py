@@ -47,8 +47,8 @@ GAPS = {
     "icml26-lrpo": {"baselines.py", "bench.py"},
     # the exponential schedule training a neural critic is critic.py
     "icml26-td": {"train.py"},
-    # raw pixels and the untrained encoder (study.py); the SSL training loop is ssl.py
-    "icml26-cdnv": {"baselines.py", "train.py"},
+    # raw pixels and the untrained encoder are arms of study.py's transfer study
+    "icml26-cdnv": {"baselines.py"},
     # Var-T-JEPA's pretraining cost against T-JEPA's: not measured
     "icml26-varjepa": {"bench.py"},
 }

@@ -26,10 +26,10 @@ from icml26.cdnv.ssl import (
     barlow_twins_loss,
     projector,
     simclr_loss,
-    train_ssl,
     vicreg_loss,
 )
 from icml26.cdnv.stats import ClassStats, StreamingClassStats, class_stats, exact_class_stats
+from icml26.cdnv.train import train_ssl
 from icml26.testing.results import package_version
 
 # The version lives in pyproject.toml only (installed metadata, or the source tree's file).

@@ -32,8 +32,9 @@ from icml26.cdnv.callback import CDNVMonitor
 from icml26.cdnv.data import MultitaskGenerator, load_digits_images, load_mnist_images
 from icml26.cdnv.measures import cdnv, directional_cdnv
 from icml26.cdnv.metric import collapse_ratio
-from icml26.cdnv.ssl import ImageAugment, MLPEncoder, SmallCNN, projector, train_ssl
+from icml26.cdnv.ssl import ImageAugment, MLPEncoder, SmallCNN, projector
 from icml26.cdnv.stats import class_stats
+from icml26.cdnv.train import train_ssl
 from icml26.testing.results import (
     resolve_device,
 )

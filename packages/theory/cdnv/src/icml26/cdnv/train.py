@@ -1,0 +1,82 @@
+"""The SSL training loop: an encoder and projector trained with one of ``ssl.py``'s objectives
+(SimCLR, VICReg, Barlow Twins) on two augmented views of each image, the pretraining whose
+features the bounds and measures are read from."""
+
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from tqdm.auto import tqdm
+
+from icml26.cdnv.ssl import LOSSES, Objective
+
+
+def train_ssl(
+    encoder: nn.Module,
+    head: nn.Module,
+    views: Callable[[torch.Tensor, torch.Generator], tuple[torch.Tensor, torch.Tensor]],
+    n_samples: int,
+    objective: Objective = "vicreg",
+    epochs: int = 20,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    seed: int = 0,
+    on_epoch_end: Callable[[nn.Module, int], None] | None = None,
+    progress: bool = True,
+) -> list[float]:
+    """Train ``encoder`` + ``head`` with an SSL objective; returns the mean loss per epoch.
+
+    ``views(idx, gen)`` returns two augmented views of the samples ``idx``. ``on_epoch_end``
+    is called as ``f(encoder, epoch)`` before training (epoch 0) and after every epoch. Under
+    torchrun (an initialised process group) the model is wrapped in DDP and each rank takes its
+    own shard of every epoch's permutation.
+
+    Training runs where ``encoder`` and ``head`` live; ``views`` returns views on that device. The
+    permutations and the generator handed to ``views`` are CPU ones, so a seed gives the same
+    batches and augmentations on every device.
+    """
+    if objective not in LOSSES:
+        raise ValueError(f"objective must be one of {sorted(LOSSES)}, got {objective!r}")
+    if epochs < 0 or batch_size < 2:
+        raise ValueError("epochs must be >= 0 and batch_size >= 2")
+    loss_fn = LOSSES[objective]
+    model = nn.Sequential(encoder, head)
+    distributed = dist.is_available() and dist.is_initialized()
+    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+    # Two forward passes per step (one per view): broadcasting buffers at each forward rewrites
+    # BatchNorm's running statistics in place between them, which autograd rejects on torch 2.6.
+    # Each rank keeps its own running statistics; the weights stay identical (gradients are
+    # all-reduced), and a single process trains exactly as before.
+    wrapped = (
+        nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
+        if distributed
+        else model
+    )
+    opt = torch.optim.Adam(wrapped.parameters(), lr=lr, weight_decay=1e-5)
+    gen = torch.Generator().manual_seed(seed)
+    aug_gen = torch.Generator().manual_seed(seed + 1 + rank)
+    if on_epoch_end is not None:
+        on_epoch_end(encoder, 0)
+    history = []
+    bar = tqdm(range(1, epochs + 1), desc=f"SSL {objective}", disable=not progress or rank != 0)
+    for epoch in bar:
+        wrapped.train()
+        perm = torch.randperm(n_samples, generator=gen)[rank::world]  # same perm on all ranks
+        losses = []
+        n_batches = max(1, n_samples // world // batch_size)  # equal on every rank (DDP)
+        for b in range(n_batches):
+            idx = perm[b * batch_size : (b + 1) * batch_size]
+            if len(idx) < 2:
+                continue
+            v1, v2 = views(idx, aug_gen)
+            loss = loss_fn(wrapped(v1), wrapped(v2))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        history.append(sum(losses) / max(len(losses), 1))
+        bar.set_postfix(loss=f"{history[-1]:.3f}")
+        if on_epoch_end is not None:
+            on_epoch_end(encoder, epoch)
+    return history
