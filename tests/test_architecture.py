@@ -45,8 +45,6 @@ GAPS = {
     # the original-language and fixed-language routers are in router.py; no bench of the
     # router's overhead per GRPO step yet
     "icml26-lrpo": {"baselines.py", "bench.py"},
-    # the exponential schedule training a neural critic is critic.py
-    "icml26-td": {"train.py"},
     # raw pixels and the untrained encoder are arms of study.py's transfer study
     "icml26-cdnv": {"baselines.py"},
     # Var-T-JEPA's pretraining cost against T-JEPA's: not measured

@@ -18,7 +18,6 @@ Reconstructed (the paper's constants were not available to us; see the README): 
 constants (taken from Bhandari et al., 2018), the mixing-time schedule's shift and constant.
 """
 
-from icml26.td.critic import fit_critic
 from icml26.td.gym_problems import gymnasium_mrp, gymnasium_transitions
 from icml26.td.linear import LinearTD, td0_update
 from icml26.td.problems import (
@@ -41,6 +40,7 @@ from icml26.td.schedules import (
     exponential_step_size,
 )
 from icml26.td.td import Arm, td0, td0_grid, td0_sweep
+from icml26.td.train import fit_critic
 from icml26.testing.results import package_version
 
 # The version lives in pyproject.toml only (installed metadata, or the source tree's file).

@@ -1,4 +1,5 @@
-"""Semi-gradient TD(0) for a torch critic (any ``nn.Module``) driven by ``ExponentialStepSize``.
+"""The training loop: semi-gradient TD(0) for a torch critic (any ``nn.Module``) driven by
+``ExponentialStepSize``.
 
 The linear case of the paper carries over as the usual deep-RL recipe: minimise
 ``0.5 * (r + gamma * V(s').detach() - V(s))^2`` over mini-batches with SGD, the learning rate
