@@ -47,8 +47,6 @@ GAPS = {
     "icml26-lrpo": {"baselines.py", "bench.py"},
     # raw pixels and the untrained encoder are arms of study.py's transfer study
     "icml26-cdnv": {"baselines.py"},
-    # Var-T-JEPA's pretraining cost against T-JEPA's: not measured
-    "icml26-varjepa": {"bench.py"},
 }
 MAX_LINES = 80
 

@@ -121,3 +121,12 @@ def test_cuda_without_cuda_is_a_clear_error(tmp_path, capsys):
     assert main(["demo", "--device", "cuda", "--out", str(tmp_path)]) == 2
     assert "--device cuda" in capsys.readouterr().err
     assert not (tmp_path / "results.json").exists()
+
+
+def test_bench_reports_both_models_and_their_ratios(capsys):
+    assert main(["bench", "--steps", "2", "--repeats", "1", "--dim", "16", "--depth", "1"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    for model in ("T-JEPA", "Var-T-JEPA"):
+        assert report[model]["seconds per step"] > 0 and report[model]["rows embedded per s"] > 0
+    assert report["step time, Var-T-JEPA / T-JEPA"] > 0
+    assert main(["bench", "--steps", "0"]) == 2

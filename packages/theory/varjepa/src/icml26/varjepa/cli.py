@@ -12,6 +12,7 @@ from typing import Literal
 import tyro
 
 from icml26.testing.command import dispatch
+from icml26.varjepa.bench import BenchConfig, run_bench
 from icml26.varjepa.demo import run_demo
 from icml26.varjepa.study import DemoConfig
 
@@ -187,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             "demo": (DemoConfig, run_demo),
             "train": (TrainCli, run_train),
             "evaluate": (EvaluateCli, run_evaluate),
+            "bench": (BenchConfig, run_bench),
         },
         argv,
     )
