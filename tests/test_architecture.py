@@ -40,8 +40,6 @@ TEST_FILES = ("test_cli.py", "test_device.py", "test_verdict.py", "test_readme.p
 GAPS = {
     # the tuned-temperature base (study.py) and the mean-reward / GRPO objectives (estimators.py)
     "icml26-fidia": {"baselines.py"},
-    # ASBM's training and sampling cost against CFM's at equal network evaluations: not measured
-    "icml26-asbm": {"bench.py"},
     # the original-language and fixed-language routers are in router.py; no bench of the
     # router's overhead per GRPO step yet
     "icml26-lrpo": {"baselines.py", "bench.py"},

@@ -147,3 +147,16 @@ def test_train_a_tinyunet(tmp_path):
 def test_unet_on_vectors_is_a_clear_error(tmp_path, capsys):
     assert main(["train", "--net", "unet", "--out", str(tmp_path / "m")]) == 2
     assert "--net unet needs images" in capsys.readouterr().err
+
+
+def test_bench_times_both_samplers_and_their_ratio(capsys):
+    import json
+
+    assert (
+        main(["bench", "--n", "64", "--steps", "1", "2", "--repeats", "1", "--hidden", "16"]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["ASBM / CFM"]) == {"steps=1", "steps=2"}
+    assert all(t > 0 for t in report["seconds per batch"].values())
+    assert report["ASBM distilled / CFM 1 step"] > 0
+    assert main(["bench", "--steps", "4"]) == 2  # the distilled generator is compared at 1 step

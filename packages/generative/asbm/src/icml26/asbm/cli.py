@@ -1,8 +1,9 @@
-"""Command line: ``icml26-asbm demo [--quick]`` and ``icml26-asbm train``.
+"""Command line: ``icml26-asbm demo [--quick]``, ``train``, ``evaluate`` and ``bench``.
 
 Also ``python -m icml26.asbm``.
 """
 
+from icml26.asbm.bench import BenchConfig, run_bench
 from icml26.asbm.demo import run_demo
 from icml26.asbm.study import DemoConfig
 from icml26.asbm.train import EvaluateConfig, TrainConfig, run_evaluate, run_train
@@ -17,6 +18,7 @@ def main(argv: list[str] | None = None) -> int:
             "demo": (DemoConfig, run_demo),
             "train": (TrainConfig, run_train),
             "evaluate": (EvaluateConfig, run_evaluate),
+            "bench": (BenchConfig, run_bench),
         },
         argv,
     )
