@@ -11,7 +11,7 @@ from icml26.lrpo import (
     multilingual_group,
     route_rows,
 )
-from icml26.lrpo.router import UniformRouter
+from icml26.lrpo.baselines import UniformRouter
 
 
 @pytest.mark.parametrize("orig_min", [0, 2, 5, 8])

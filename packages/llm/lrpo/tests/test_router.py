@@ -12,7 +12,8 @@ from icml26.lrpo import (
     UniformRouter,
     make_router,
 )
-from icml26.lrpo.router import FixedRouter, OriginalRouter, softmax
+from icml26.lrpo.baselines import FixedRouter, OriginalRouter
+from icml26.lrpo.router import softmax
 
 LANGS = ("en", "de", "fr")
 

@@ -16,6 +16,14 @@ embeddings, and the policy is a character GPT on a multilingual arithmetic task 
 instruction-tuned LLM on mGSM-style data.
 """
 
+from icml26.lrpo.baselines import (
+    EXP3Router,
+    FixedRouter,
+    OriginalRouter,
+    UCBRouter,
+    UniformRouter,
+    make_router,
+)
 from icml26.lrpo.data import (
     LANGUAGES,
     TOPICS,
@@ -35,16 +43,7 @@ from icml26.lrpo.reward import (
     calibrated_reward,
     trl_reward_function,
 )
-from icml26.lrpo.router import (
-    EXP3Router,
-    FixedRouter,
-    LanguageRouter,
-    OriginalRouter,
-    RouterSchedule,
-    UCBRouter,
-    UniformRouter,
-    make_router,
-)
+from icml26.lrpo.router import LanguageRouter, RouterSchedule
 from icml26.lrpo.train import (
     GRPOConfig,
     GRPOResult,

@@ -29,9 +29,9 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from icml26.lrpo.baselines import make_router
 from icml26.lrpo.data import TOPICS, heldout_questions, split_items
 from icml26.lrpo.policy import CharGPT, GPTConfig
-from icml26.lrpo.router import make_router
 from icml26.lrpo.train import GRPOConfig, PretrainConfig, evaluate, pretrain, train_grpo
 from icml26.lrpo.verdict import PLANTED_MASS, T_975
 from icml26.testing.results import (

@@ -30,6 +30,7 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
+from icml26.lrpo.baselines import make_router
 from icml26.lrpo.data import (
     TOPICS,
     Question,
@@ -41,7 +42,6 @@ from icml26.lrpo.data import (
 from icml26.lrpo.group import grpo_advantages, multilingual_group
 from icml26.lrpo.policy import CharGPT
 from icml26.lrpo.reward import calibrated_reward
-from icml26.lrpo.router import make_router
 
 
 def _rank_world() -> tuple[int, int]:
