@@ -40,8 +40,6 @@ TEST_FILES = ("test_cli.py", "test_device.py", "test_verdict.py", "test_readme.p
 GAPS = {
     # the tuned-temperature base (study.py) and the mean-reward / GRPO objectives (estimators.py)
     "icml26-fidia": {"baselines.py"},
-    # the router's overhead per GRPO step against plain GRPO: not measured yet
-    "icml26-lrpo": {"bench.py"},
     # raw pixels and the untrained encoder are arms of study.py's transfer study
     "icml26-cdnv": {"baselines.py"},
 }

@@ -65,3 +65,16 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys, args, message):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_bench_times_the_routers_and_their_ratios(capsys):
+    import json
+
+    from icml26.lrpo.cli import main
+
+    args = ["bench", "--steps", "1", "--repeats", "1", "--questions-per-step", "2", "--G", "2"]
+    assert main([*args, "--n-embd", "16", "--n-layer", "1"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["seconds per step"]) == {"original", "ucb", "lrpo"}
+    assert report["LRPO / plain GRPO"] > 0 and report["LRPO / UCB1"] > 0
+    assert main(["bench", "--G", "1"]) == 2

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from icml26.lrpo.bench import BenchConfig, run_bench
 from icml26.lrpo.demo import run_demo
 from icml26.lrpo.study import DemoConfig
 from icml26.testing.command import dispatch
@@ -134,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             "pretrain": (PretrainCli, run_pretrain),
             "train": (TrainCli, run_train),
             "evaluate": (EvaluateCli, run_evaluate),
+            "bench": (BenchConfig, run_bench),
         },
         argv,
     )
