@@ -156,3 +156,19 @@ def test_torch_threads_restores_the_callers_setting():
     assert torch.get_num_threads() == before
     with torch_threads(1, device="cuda"):  # a GPU bench leaves the CPU threads alone
         assert torch.get_num_threads() == before
+
+
+def test_assert_rejects_wants_the_argument_named():
+    from icml26.testing import assert_rejects
+
+    def check(x):
+        if x < 0:
+            raise ValueError(f"x must be >= 0, got {x}")
+
+    assert "x must" in str(assert_rejects(lambda: check(-1), "x"))
+    with pytest.raises(AssertionError, match="does not name"):
+        assert_rejects(lambda: check(-1), "y")
+    with pytest.raises(AssertionError, match="returned normally"):
+        assert_rejects(lambda: check(1), "x")
+    with pytest.raises(AssertionError, match="got KeyError"):
+        assert_rejects(lambda: {}["x"], "x")

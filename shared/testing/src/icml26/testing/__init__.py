@@ -17,6 +17,7 @@ import importlib
 
 _HOMES = {
     "assert_close": "asserts",
+    "assert_rejects": "asserts",
     "check_gradients": "asserts",
     "run_cli": "cli",
     "dispatch": "command",

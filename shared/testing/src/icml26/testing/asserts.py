@@ -150,3 +150,29 @@ def check_gradients(
         if ga is None:
             raise AssertionError(f"input {i}: no gradient, but the reference has one")
         assert_close(ga, gr, atol=atol, rtol=rtol, name=f"grad of input {i}")
+
+
+def assert_rejects(
+    call: Callable[[], object],
+    names: str | Sequence[str],
+    error: type[Exception] | tuple[type[Exception], ...] = (ValueError, TypeError),
+) -> Exception:
+    """``call()`` must raise ``error`` (by default ValueError or TypeError) whose message names
+    every one of ``names`` (the argument and, where useful, what was expected), so a user hears
+    what to fix at the call instead of a traceback from deep inside a library. Returns the
+    exception for further checks."""
+    names = [names] if isinstance(names, str) else list(names)
+    try:
+        call()
+    except error as e:
+        missing = [n for n in names if n not in str(e)]
+        if missing:
+            raise AssertionError(
+                f"{type(e).__name__} does not name {missing}: {str(e)[:300]!r}"
+            ) from e
+        return e
+    except Exception as e:
+        raise AssertionError(
+            f"expected {error} naming {names}, got {type(e).__name__}: {str(e)[:300]}"
+        ) from e
+    raise AssertionError(f"expected {error} naming {names}; the call returned normally")

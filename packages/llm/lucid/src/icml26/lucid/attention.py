@@ -402,7 +402,7 @@ class LucidAttention(nn.Module):
                     f"attention_mask must be (B, T) = {(B, T)} for the new tokens, got "
                     f"{tuple(attention_mask.shape)}"
                 )
-            new = attention_mask.to(device=x.device, dtype=torch.bool)
+            new = _padding_mask(attention_mask, x.device, prefill=cache is None or N == 0)
             old = torch.ones(B, N, dtype=torch.bool, device=x.device)
             if cache is not None and cache.valid is not None:
                 old = cache.valid
@@ -414,3 +414,21 @@ class LucidAttention(nn.Module):
         self_[:, N:] = torch.eye(T, dtype=torch.bool, device=x.device)
         # a padded token attends to itself only: its (ignored) output stays finite
         return ((causal & keys[:, None, :]) | self_)[:, None], None
+
+
+def _padding_mask(attention_mask: torch.Tensor, device, prefill: bool) -> torch.Tensor:
+    """``attention_mask`` as bool (True = a real token). A float or integer mask must hold only
+    0 and 1 (0.5 is not a padding flag); a prompt must have a real token in every row."""
+    if not isinstance(attention_mask, torch.Tensor):
+        raise TypeError(f"attention_mask must be a tensor, got {type(attention_mask).__name__}")
+    zero_one = (attention_mask == 0) | (attention_mask == 1)
+    if attention_mask.dtype != torch.bool and not zero_one.all():
+        raise ValueError(
+            "attention_mask must be bool or hold only 0 and 1 (1 = a real token, 0 = "
+            f"padding), got values {attention_mask.unique()[:6].tolist()}"
+        )
+    mask = attention_mask.to(device=device, dtype=torch.bool)
+    if prefill and not mask.any(1).all():
+        rows = (~mask.any(1)).nonzero().flatten().tolist()
+        raise ValueError(f"attention_mask rows {rows} mask every token: a sequence needs one")
+    return mask

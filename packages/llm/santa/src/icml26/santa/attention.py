@@ -226,6 +226,10 @@ def enable_santa(
         raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n < 1:
+        raise ValueError(f"block_n must be an integer >= 1 (keys per tile), got {block_n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
     modules = _attention_modules(model)
     if getattr(model.config, "attn_logit_softcapping", None) is not None:
         raise ValueError(_SOFTCAP + f" (this model's config sets attn_logit_softcapping="

@@ -57,6 +57,7 @@ def gymnasium_mrp(
     if isinstance(env, str):
         env = gym.make(env, **make_kwargs)
     base = env.unwrapped
+    _check_tabular(base)
     model = getattr(base, "P", None)
     if not isinstance(model, dict):
         raise ValueError(f"env {base!r} exposes no tabular model env.unwrapped.P")
@@ -117,6 +118,7 @@ def gymnasium_transitions(
     if isinstance(env, str):
         env = gym.make(env, **make_kwargs)
     base = env.unwrapped  # stepping the unwrapped env: no TimeLimit truncation
+    _check_tabular(base)
     S, A = int(base.observation_space.n), int(base.action_space.n)
     policy = _policy(policy, S, A)
     rng = np.random.default_rng(seed)
@@ -130,3 +132,15 @@ def gymnasium_transitions(
         states[i], rewards[i], nexts[i] = s, reward, s_next
         s = s_next
     return states, rewards, nexts
+
+
+def _check_tabular(env) -> None:
+    """A tabular environment: Discrete states and actions (TD here tabulates the chain)."""
+    spaces = {"observation_space": env.observation_space, "action_space": env.action_space}
+    bad = {k: type(v).__name__ for k, v in spaces.items() if not isinstance(v, gym.spaces.Discrete)}
+    if bad:
+        name = env.spec.id if getattr(env, "spec", None) else type(env).__name__
+        raise ValueError(
+            f"{name} is not tabular ({', '.join(f'{k} is {v}' for k, v in bad.items())}): give an "
+            "environment with Discrete states and actions (FrozenLake-v1, Taxi-v3, CliffWalking-v1)"
+        )

@@ -134,6 +134,12 @@ class LinearTD:
         """The step size of the next update."""
         if isinstance(self.schedule, int | float):
             return float(self.schedule)
+        horizon = getattr(self.schedule, "horizon", None)
+        if horizon is not None and self.t >= horizon:
+            raise ValueError(
+                f"LinearTD made its {horizon} updates: the exponential schedule is defined for "
+                "t < T; create a LinearTD with a larger horizon for a longer run"
+            )
         return self.schedule(self.t)
 
     def update(self, phi, r, phi_next, done=None) -> torch.Tensor:
