@@ -79,3 +79,12 @@ def check_output(log_pi: np.ndarray, h: np.ndarray, batch: int, num_actions: int
         )
     if not np.isfinite(h).all() or np.isnan(log_pi).any():
         raise ValueError("evaluator returned NaN or infinite values")
+    # log pi must be a distribution over the actions: an unnormalised row (all zeros, logits)
+    # would make every cost, and the √LTS bound, wrong without a sign
+    mass = np.exp(log_pi).sum(1)
+    if not np.allclose(mass, 1.0, atol=1e-4):
+        worst = int(np.abs(mass - 1.0).argmax())
+        raise ValueError(
+            f"evaluator returned log_pi whose probabilities sum to {mass[worst]:.4g} (row "
+            f"{worst}), not 1: return log-probabilities (e.g. log_softmax of the logits)"
+        )
