@@ -167,6 +167,7 @@ class ASBM:
         hidden: int = 256,
     ):
         self.shape = tuple(shape)
+        _positive_int(sim_steps, "sim_steps")
         self.sde, self.energy, self.sim_steps = sde, energy, sim_steps
         self.u_net = u_net or MLP(self.shape, hidden)
         self.h_net = h_net or MLP(self.shape, hidden, time=False)
@@ -236,6 +237,10 @@ class ASBM:
         """
         if rounds < 1 or adjoint_steps < 1 or corrector_steps < 0:
             raise ValueError("need rounds >= 1, adjoint_steps >= 1 and corrector_steps >= 0")
+        for value, name in ((batch_size, "batch_size"), (buffer_size, "buffer_size"),
+                            (corrector_buffer, "corrector_buffer"),
+                            (resimulate_every, "resimulate_every")):  # fmt: skip
+            _positive_int(value, name)
         data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1000 * _rank())
         u, h = _ddp(self.u_net), _ddp(self.h_net)
@@ -342,6 +347,10 @@ class ASBM:
     ) -> "ASBM":
         """Stage 2: bridge matching on (x0, x1) pairs from the learned forward SDE, on the
         networks' device."""
+        sizes = {"steps": steps, "batch_size": batch_size, "buffer_size": buffer_size,
+                 "resimulate_every": resimulate_every}  # fmt: skip
+        for name, value in sizes.items():
+            _positive_int(value, name)
         data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1 + 1000 * _rank())
         net = _ddp(self.bridge_net)
@@ -529,3 +538,8 @@ def build_net(spec: dict) -> nn.Module:
     if kind == "unet":
         return TinyUNet(**kwargs)
     raise ValueError(f"unknown network kind {kind!r}")
+
+
+def _positive_int(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
