@@ -335,9 +335,7 @@ class _Jobs:
         wheels = _installs.build_wheels(all_members, dist)
         for m in which:
             siblings = _installs.runtime_siblings(m, by_name)
-            for inst in (
-                _installs.demo_installs(m) if m.is_method_package else [_installs.DemoInstall()]
-            ):
+            for inst in _installs.demo_installs(m):
                 name = f"wheel {m.name} {inst.label}"
                 self.jobs.append(
                     (name, lambda env, m=m, i=inst, s=siblings: wheel_row(m, i, wheels, s, env))
