@@ -235,12 +235,8 @@ class ASBM:
         device (``data`` is moved there); the draws come from a seeded CPU generator, so a seed
         gives the same batches on every device.
         """
-        if rounds < 1 or adjoint_steps < 1 or corrector_steps < 0:
-            raise ValueError("need rounds >= 1, adjoint_steps >= 1 and corrector_steps >= 0")
-        for value, name in ((batch_size, "batch_size"), (buffer_size, "buffer_size"),
-                            (corrector_buffer, "corrector_buffer"),
-                            (resimulate_every, "resimulate_every")):  # fmt: skip
-            _positive_int(value, name)
+        sizes = (batch_size, buffer_size, corrector_buffer, resimulate_every)
+        _check_stage1(rounds, adjoint_steps, corrector_steps, *sizes)
         data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1000 * _rank())
         u, h = _ddp(self.u_net), _ddp(self.h_net)
@@ -347,10 +343,8 @@ class ASBM:
     ) -> "ASBM":
         """Stage 2: bridge matching on (x0, x1) pairs from the learned forward SDE, on the
         networks' device."""
-        sizes = {"steps": steps, "batch_size": batch_size, "buffer_size": buffer_size,
-                 "resimulate_every": resimulate_every}  # fmt: skip
-        for name, value in sizes.items():
-            _positive_int(value, name)
+        _positive_ints(steps=steps, batch_size=batch_size, buffer_size=buffer_size,
+                       resimulate_every=resimulate_every)  # fmt: skip
         data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1 + 1000 * _rank())
         net = _ddp(self.bridge_net)
@@ -543,3 +537,15 @@ def build_net(spec: dict) -> nn.Module:
 def _positive_int(value, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _check_stage1(rounds, adjoint_steps, corrector_steps, *sizes) -> None:
+    if rounds < 1 or adjoint_steps < 1 or corrector_steps < 0:
+        raise ValueError("need rounds >= 1, adjoint_steps >= 1 and corrector_steps >= 0")
+    names = ("batch_size", "buffer_size", "corrector_buffer", "resimulate_every")
+    _positive_ints(**dict(zip(names, sizes, strict=True)))
+
+
+def _positive_ints(**values) -> None:
+    for name, value in values.items():
+        _positive_int(value, name)
