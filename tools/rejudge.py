@@ -99,7 +99,8 @@ def _in_contract_order(results: dict) -> dict:
 
 
 def _write(package: str, module: str, path: Path, results: dict) -> None:
-    """Through the package's own contract, so an invalid file is refused, not written."""
+    """Through the results contract in the package's environment, so an invalid file is refused,
+    not written."""
     code = (
         "import json, sys; import icml26.testing.results as c; "
         "c.write_results(sys.argv[2], json.loads(sys.stdin.read()))"

@@ -9,6 +9,8 @@ def test_demo_quick_writes_valid_results(tmp_path):
     res = validate_results(tmp_path / "results.json")
     assert res["quick"] and res["verdict"] == "smoke"
     assert len(res["claims"]) == 9
+    # the file records the game and the trainer it was measured with
+    assert {"game", "train", "command"} <= set(res["config"])
     assert (tmp_path / "curves.png").is_file() and (tmp_path / "edges.png").is_file()
 
 

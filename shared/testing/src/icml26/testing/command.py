@@ -37,7 +37,9 @@ def dispatch(
         cfg = tyro.extras.subcommand_cli_from_dict(
             configs, prog=prog, description=description, args=args
         )
-    run = next(fn for config, fn in commands.values() if type(cfg) is config)
+    run = next((fn for config, fn in commands.values() if type(cfg) is config), None)
+    if run is None:  # tyro built a config none of the commands takes (a subclass, say)
+        raise TypeError(f"dispatch: no command takes a {type(cfg).__name__}")
     try:
         run(cfg)
     except errors as e:

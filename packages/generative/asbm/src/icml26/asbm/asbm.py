@@ -30,6 +30,7 @@ One-step distillation: a generator regressed onto the ODE's endpoints.
 """
 
 import json
+import numbers
 import os
 import tempfile
 import time
@@ -535,7 +536,7 @@ def build_net(spec: dict) -> nn.Module:
 
 
 def _positive_int(value, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 

@@ -15,6 +15,6 @@ def topk_attention(q, k, v, rows: int, scale: float | None = None) -> torch.Tens
     s = torch.einsum("bkgd,bknd->bkgn", q.view(B, Hkv, G, D), k) * (scale or D**-0.5)
     p = torch.softmax(s, -1)
     keep = p.amax(2).topk(min(rows, N), -1).indices  # (B, Hkv, rows)
-    mask = torch.zeros(B, Hkv, N, dtype=torch.bool).scatter_(-1, keep, True)
+    mask = torch.zeros(B, Hkv, N, dtype=torch.bool, device=q.device).scatter_(-1, keep, True)
     w = torch.softmax(s.masked_fill(~mask[:, :, None], -torch.inf), -1)
     return torch.einsum("bkgn,bknd->bkgd", w, v).reshape(B, Hq, D)

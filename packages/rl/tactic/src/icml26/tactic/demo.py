@@ -59,6 +59,8 @@ def run_demo(cfg: DemoConfig) -> dict:
     metrics = {**m, "method": m[method], "baseline": m[baseline]}
     config = demo_config("icml26-tactic", cfg)
     config["train"] = jsonable(asdict(train_config(eff, 0, raw["device"])))
+    if "game" in raw:  # the game's settings, part of what the results were measured on
+        config["game"] = raw["game"]
     results = finish_demo(
         out,
         package="icml26-tactic",
@@ -82,8 +84,6 @@ def run_demo(cfg: DemoConfig) -> dict:
         device=raw["device"],
         measurements={k: raw[k] for k in ("runs", "curves", "edge_counts")},
     )
-    if "game" in raw:
-        results["config"]["game"] = raw["game"]
     out.mkdir(parents=True, exist_ok=True)
     plot_curves(raw["curves"], out / "curves.png",
                 "mean_waiting_time" if sumo else "success_after")  # fmt: skip

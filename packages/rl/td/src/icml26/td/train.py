@@ -4,7 +4,7 @@
 The linear case of the paper carries over as the usual deep-RL recipe: minimise
 ``0.5 * (r + gamma * V(s').detach() - V(s))^2`` over mini-batches with SGD, the learning rate
 following ``eta_t = eta0 (beta/T)^(t/T)``. Under ``torchrun`` the critic is wrapped in
-DistributedDataParallel and every rank draws its own samples (seed + rank), so the same loop
+DistributedDataParallel and every rank draws its own samples (seed + 1000 rank), so the same loop
 runs on one process or many.
 
 The critic trains on the device of its parameters. States are sampled on the CPU from a seeded
