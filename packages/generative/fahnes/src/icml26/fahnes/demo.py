@@ -1,7 +1,6 @@
-"""``icml26-fahnes demo``: the command. It runs the study (``study.experiment``), judges it
-(``verdict.verdict``), and writes results.json, the figures and the table through the shared
-results helpers (``icml26.testing.report``).
-"""
+"""``icml26-fahnes demo`` (feature-aware generation of graphs and hypergraphs by next-scale
+prediction): runs ``study.experiment``, judges it with ``verdict``, writes results.json through
+``icml26.testing.report``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""``icml26-streamflow demo``: the command. It runs the study (``study.experiment``), judges it
-(``verdict.verdict``), and writes results.json, the figures and the table through the shared
-results helpers (``icml26.testing.report``).
-"""
+"""``icml26-streamflow demo`` (streaming, batched rectified-flow inference on diffusers models):
+runs ``study.experiment``, judges it with ``verdict``, writes results.json through
+``icml26.testing.report``."""
 
 import time
 from pathlib import Path

@@ -1,7 +1,6 @@
-"""``icml26-lucid demo``: the command. It runs the study (``study.experiment``), judges it
-(``verdict.verdict``), and writes results.json, the figures and the table through the shared
-results helpers (``icml26.testing.report``).
-"""
+"""``icml26-lucid demo`` (LUCID attention (arXiv 2602.10410) for PyTorch and Hugging Face
+transformers): runs ``study.experiment``, judges it with ``verdict``, writes results.json
+through ``icml26.testing.report``."""
 
 import json
 import statistics

@@ -1,7 +1,6 @@
-"""``icml26-santa demo``: the command. It runs the study (``study.experiment``), judges it
-(``verdict.verdict``), and writes results.json, the figures and the table through the shared
-results helpers (``icml26.testing.report``).
-"""
+"""``icml26-santa demo`` (SANTA / S²ANTA sampled value aggregation for decode attention): runs
+``study.experiment``, judges it with ``verdict``, writes results.json through
+``icml26.testing.report``."""
 
 import math
 import time

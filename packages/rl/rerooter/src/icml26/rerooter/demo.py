@@ -1,7 +1,6 @@
-"""``icml26-rerooter demo``: the command. It runs the study (``study.experiment``), judges it
-(``verdict.verdict``), and writes results.json, the figures and the table through the shared
-results helpers (``icml26.testing.report``).
-"""
+"""``icml26-rerooter demo`` (√LTS policy tree search with learned rerooters (ICML 2026)): runs
+``study.experiment``, judges it with ``verdict``, writes results.json through
+``icml26.testing.report``."""
 
 import time
 from pathlib import Path

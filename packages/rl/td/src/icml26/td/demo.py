@@ -1,7 +1,5 @@
-"""``icml26-td demo``: the command. It runs the study (``study.experiment``), judges it
-(``verdict.verdict``), and writes results.json, the figures and the table through the shared
-results helpers (``icml26.testing.report``).
-"""
+"""``icml26-td demo`` (TD(0) with exponential step sizes): runs ``study.experiment``, judges it
+with ``verdict``, writes results.json through ``icml26.testing.report``."""
 
 import time
 from pathlib import Path

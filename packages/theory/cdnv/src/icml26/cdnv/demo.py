@@ -1,7 +1,6 @@
-"""``icml26-cdnv demo``: the command. It runs the study (``study.experiment``), judges it
-(``verdict.verdict``), and writes results.json, the figures and the table through the shared
-results helpers (``icml26.testing.report``).
-"""
+"""``icml26-cdnv demo`` (directional CDNV, its few-shot bound, and tools to watch them during
+training): runs ``study.experiment``, judges it with ``verdict``, writes results.json through
+``icml26.testing.report``."""
 
 import math
 import time

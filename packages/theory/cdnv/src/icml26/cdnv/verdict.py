@@ -1,8 +1,6 @@
-"""The claim rules of ``icml26-cdnv``'s demo: ``verdict(results)`` turns the measurements of
-``study.experiment`` into one row per claim of the paper, each naming the controls it rests on and
-the margin it is judged with, and judges them with the shared contract (``judge``). Pure: numbers
-in, rows out, so every rule is unit-tested on made-up numbers, a null world included.
-"""
+"""directional CDNV, its few-shot bound, and tools to watch them during training: the claim rules.
+``verdict(results)`` judges ``study.experiment``'s numbers, one row per claim with its controls
+and margin (pure; tested on a null world)."""
 
 import math
 
