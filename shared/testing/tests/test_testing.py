@@ -1,6 +1,7 @@
 import hashlib
 import json
 import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from icml26.testing import (
     format_counts,
     judge,
     provenance,
+    results,
     run_cli,
     run_distributed,
     summarise,
@@ -474,6 +476,32 @@ def test_a_file_whose_rows_hide_a_failed_control_is_refused(tmp_path):
 )
 def test_compare(low, high, margin, expected):
     assert compare(low, high, margin) == expected
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 9, 10, 11, 30, 200])
+@pytest.mark.parametrize("p", [0.025, 0.5, 0.9, 0.975])
+def test_t_quantile_matches_scipy(p, df):
+    stats = pytest.importorskip("scipy.stats")
+    assert results.t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), abs=1e-7)
+
+
+def test_t_quantile_rejects_bad_arguments():
+    for p, df in ((0.0, 3), (1.0, 3), (0.975, 0), (0.975, 2.5), (0.975, True)):
+        with pytest.raises(ValueError, match="t_quantile"):
+            results.t_quantile(p, df)
+
+
+def test_paired_interval():
+    mean, lo, hi = results.paired_interval([0.1, 0.2, 0.3])
+    assert mean == pytest.approx(0.2) and lo == pytest.approx(0.2 - 4.30265273 * 0.1 / 3**0.5)
+    assert hi == pytest.approx(0.4 - lo)
+    assert results.paired_interval([0.5]) == (0.5, None, None)
+    # any number of seeds: the interval narrows towards the normal one
+    mean, lo, hi = results.paired_interval([float(i % 2) for i in range(40)])
+    assert hi - lo == pytest.approx(2 * 2.02269092 * statistics.stdev([i % 2 for i in range(40)])
+                                    / 40**0.5)  # fmt: skip
+    with pytest.raises(ValueError, match="no differences"):
+        results.paired_interval([])
 
 
 def test_compare_rejects_bad_intervals():

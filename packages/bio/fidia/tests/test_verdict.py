@@ -1,7 +1,5 @@
 """The verdict rules, fixed before the full run, on hand-made measurements."""
 
-import pytest
-
 from icml26.fidia.study import ARMS, TOY_LANDSCAPES
 from icml26.fidia.verdict import (
     BASE_ARMS,
@@ -10,7 +8,6 @@ from icml26.fidia.verdict import (
     claims,
     control_check,
     estimator_check,
-    paired_interval,
     verdict,
 )
 
@@ -113,9 +110,3 @@ def test_checks_can_fail():
     assert not estimator_check({**GOOD_GRAD, "single_cosine_loo": 0.1})["passed"]
     assert control_check(_results([0, 0, 0], {}))["passed"]
     assert not control_check(_results([0, 0, 0], {}, additive_gain=0.5))["passed"]
-
-
-def test_paired_interval():
-    mean, lo, hi = paired_interval([1.0, 2.0, 3.0])
-    assert mean == 2.0 and lo == pytest.approx(2 - 4.303 / 3**0.5) and hi > 3
-    assert paired_interval([1.0])[1] is None

@@ -1,10 +1,8 @@
 """The verdict rules on made-up numbers: each claim's row can come out every way."""
 
-import pytest
-
 from icml26.lipopu.baselines import BASELINES
 from icml26.lipopu.study import ABLATIONS, OBJECTIVES
-from icml26.lipopu.verdict import LEARNABLE, claims, paired_interval, verdict
+from icml26.lipopu.verdict import LEARNABLE, claims, verdict
 
 FRACTIONS = [1.0, 0.5, 0.25]
 PRIOR_ARMS = [f"{a} (true prior x{f:g})" for a in ("nnpu", "lipopu") for f in (1, 0.5, 2)]
@@ -145,12 +143,6 @@ def test_case_study_rows():
     assert v["case_study"] == "reproduced"
     v, summary = _verdicts(_results(_good, case={"skipped": "no structure"}))
     assert v["case_study"] == "untestable here" and summary != "untestable here"
-
-
-def test_paired_interval():
-    mean, lo, _ = paired_interval([0.1, 0.2, 0.3])
-    assert mean == pytest.approx(0.2) and lo == pytest.approx(0.2 - 4.303 * 0.1 / 3**0.5, rel=1e-4)
-    assert paired_interval([0.5]) == (0.5, None, None)
 
 
 def test_pockets_without_a_learnable_signal_leave_the_comparisons_untestable():

@@ -2,11 +2,8 @@
 distilled generator), paired over seeds against the best baseline, each row able to fail."""
 
 import copy
-import math
 
-import pytest
-
-from icml26.asbm.verdict import BASELINES, VERDICT_STEPS, paired_interval, stage1_name, verdict
+from icml26.asbm.verdict import BASELINES, VERDICT_STEPS, stage1_name, verdict
 from icml26.testing.results import summarise
 
 STEPS = [str(k) for k in VERDICT_STEPS]
@@ -105,14 +102,6 @@ def test_one_seed_gives_no_verdict():
     p["seeds"] = p["seeds"][:1]
     claims = verdict(results)["claims"]
     assert claims[0]["verdict"] == "untestable here" and "one seed" in claims[0]["evidence"]
-
-
-def test_paired_interval():
-    m, lo, hi = paired_interval([1.0, 2.0, 3.0])
-    assert m == 2.0 and lo == pytest.approx(2 - 4.303 / math.sqrt(3), abs=1e-3)
-    assert hi == pytest.approx(2 + 4.303 / math.sqrt(3), abs=1e-3)
-    m, lo, hi = paired_interval([0.5])
-    assert m == 0.5 and math.isnan(lo) and math.isnan(hi)
 
 
 def test_verdict_is_pure():

@@ -27,6 +27,7 @@ import math
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -264,6 +265,56 @@ def compare(low: float | None, high: float | None, margin: float = 0.0) -> str:
     if high < margin:
         return "not reproduced"
     return "inconclusive"
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (stdlib only).
+
+    Exact closed forms for 1 and 2 degrees of freedom; otherwise the Cornish-Fisher start of
+    Abramowitz & Stegun 26.7.5 polished by Newton steps on the t CDF (Simpson's rule over the
+    density), good to about 1e-9 for every ``df``.
+    """
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"t_quantile: p must be in (0, 1), got {p}")
+    if isinstance(df, bool) or not isinstance(df, int) or df < 1:
+        raise ValueError(f"t_quantile: df must be a positive integer, got {df!r}")
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    x = statistics.NormalDist().inv_cdf(p)
+    g = (
+        (x**3 + x) / 4,
+        (5 * x**5 + 16 * x**3 + 3 * x) / 96,
+        (3 * x**7 + 19 * x**5 + 17 * x**3 - 15 * x) / 384,
+        (79 * x**9 + 776 * x**7 + 1482 * x**5 - 1920 * x**3 - 945 * x) / 92160,
+    )
+    t = x + sum(gi / df ** (i + 1) for i, gi in enumerate(g))
+    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+
+    def density(u: float) -> float:
+        return math.exp(log_norm - (df + 1) / 2 * math.log1p(u * u / df))
+
+    for _ in range(3):  # Newton on F(t) = 1/2 + integral_0^t density
+        n = 400
+        h = t / n
+        area = density(0.0) + density(t)
+        area += sum((4 if i % 2 else 2) * density(i * h) for i in range(1, n))
+        t -= (0.5 + area * h / 3 - p) / density(t)
+    return t
+
+
+def paired_interval(diffs) -> tuple[float, float | None, float | None]:
+    """Mean of paired differences (one per seed) and its two-sided 95% Student-t interval;
+    ``(mean, None, None)`` for a single difference, which ``compare`` reads as untestable."""
+    d = [float(v) for v in diffs]
+    if not d:
+        raise ValueError("paired_interval: no differences to summarise")
+    mean = statistics.fmean(d)
+    if len(d) < 2:
+        return mean, None, None
+    half = t_quantile(0.975, len(d) - 1) * statistics.stdev(d) / math.sqrt(len(d))
+    return mean, mean - half, mean + half
 
 
 def as_smoke(claims: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:

@@ -4,15 +4,9 @@ and margin (pure; tested on a null world)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from icml26.testing.results import (
-    claim_row,
-    control,
-    judge,
-)
+from icml26.testing.results import claim_row, control, judge, paired_interval
 
 BASE_ARMS = {"success_at_n": "base (T for success@N)", "precision": "base (T for precision)"}
 
@@ -24,10 +18,6 @@ FIDIA = "FIDIA (max@N)"
 
 
 TOY_OBJECTIVES = {"mean": "mean-reward RL", "grpo": "GRPO", "maxn": "FIDIA (max@N)"}
-
-
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
-"""Student t 97.5% quantiles for 1..10 degrees of freedom (two-sided 95% intervals)."""
 
 
 def claims() -> dict[str, str]:
@@ -45,15 +35,6 @@ def claims() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------- the verdict
-def paired_interval(diffs: list[float]) -> tuple[float, float | None, float | None]:
-    """Mean of paired differences and its two-sided 95% t interval (None with one pair)."""
-    d = np.asarray(diffs, dtype=float)
-    if len(d) < 2:
-        return float(d.mean()), None, None
-    half = T_975[min(len(d) - 1, len(T_975)) - 1] * d.std(ddof=1) / math.sqrt(len(d))
-    return float(d.mean()), float(d.mean() - half), float(d.mean() + half)
-
-
 def _compare(diffs: list[float]) -> tuple[str, str]:
     """'win' / 'loss' / 'tie' of a paired difference, with its text."""
     mean, lo, hi = paired_interval(diffs)

@@ -4,8 +4,6 @@ controls and margin (pure; tested on a null world)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from icml26.lipopu.baselines import (
@@ -14,15 +12,7 @@ from icml26.lipopu.baselines import (
 from icml26.lipopu.data import (
     CATEGORIES,
 )
-from icml26.testing.results import (
-    claim_row,
-    control,
-    judge,
-    summarise,
-)
-
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
-"""Student t 97.5% quantiles for 1..10 degrees of freedom (two-sided 95% intervals)."""
+from icml26.testing.results import claim_row, control, judge, paired_interval, summarise
 
 
 def claims(fractions=(1.0, 0.5, 0.25)) -> dict[str, str]:
@@ -55,15 +45,6 @@ def claims(fractions=(1.0, 0.5, 0.25)) -> dict[str, str]:
 
 
 # --- the verdict ---------------------------------------------------------------------------------
-
-
-def paired_interval(diffs: list[float]) -> tuple[float, float | None, float | None]:
-    """Mean of per-seed paired differences and its two-sided 95% t interval (None with 1 seed)."""
-    d = np.asarray(diffs, dtype=float)
-    if len(d) < 2:
-        return float(d.mean()), None, None
-    half = T_975[min(len(d) - 1, len(T_975)) - 1] * d.std(ddof=1) / math.sqrt(len(d))
-    return float(d.mean()), float(d.mean() - half), float(d.mean() + half)
 
 
 def _better(diffs: list[float], what: str) -> tuple[str, str]:

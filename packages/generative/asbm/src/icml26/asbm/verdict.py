@@ -3,13 +3,8 @@
 a null world)."""
 
 import math
-import statistics
 
-from icml26.testing.results import (
-    claim_row,
-    control,
-    judge,
-)
+from icml26.testing.results import claim_row, control, judge, paired_interval
 
 BASELINES = ("CFM", "OT-CFM", "SB-CFM", "Reflow")
 """Every baseline, each trained at ASBM's compute."""
@@ -17,17 +12,6 @@ BASELINES = ("CFM", "OT-CFM", "SB-CFM", "Reflow")
 
 VERDICT_STEPS = (1, 2, 4, 8)
 """The few-step regime the claim is about: one verdict row per data set and step count."""
-
-
-def paired_interval(diffs: list[float]) -> tuple[float, float, float]:
-    """Mean of per-seed differences and its 95% t-interval (nan bounds for one seed)."""
-    m = statistics.fmean(diffs)
-    if len(diffs) < 2:
-        return m, math.nan, math.nan
-    from scipy.stats import t
-
-    half = t.ppf(0.975, len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
-    return m, m - half, m + half
 
 
 def _value(v) -> float:

@@ -3,15 +3,7 @@ claim with its controls and margin (pure; tested on a null world)."""
 
 from __future__ import annotations
 
-import math
-
-from icml26.testing.results import (
-    claim_row,
-    control,
-    judge,
-)
-
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+from icml26.testing.results import claim_row, control, judge, paired_interval
 
 
 def claims() -> dict[str, str]:
@@ -27,16 +19,6 @@ def claims() -> dict[str, str]:
         "one_pass_x2": "the x2 image from the same pass is closer to the downsampled ground truth "
         "than the best other x2 (bicubic x2 from the LR image; ESPCN's x4 downsampled)",
     }
-
-
-def paired_interval(diffs: list[float]) -> tuple[float, float | None, float | None]:
-    """Mean of paired differences and its two-sided 95% Student-t interval (None for one seed)."""
-    m = sum(diffs) / len(diffs)
-    if len(diffs) < 2:
-        return m, None, None
-    sd = math.sqrt(sum((d - m) ** 2 for d in diffs) / (len(diffs) - 1))
-    h = T_975[len(diffs) - 2] * sd / math.sqrt(len(diffs))
-    return m, m - h, m + h
 
 
 def _compare(raw: dict, a: str, b: str | tuple[str, ...], metric: str, unit: str = "dB"

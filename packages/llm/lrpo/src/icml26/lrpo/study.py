@@ -33,7 +33,7 @@ from icml26.lrpo.baselines import make_router
 from icml26.lrpo.data import TOPICS, heldout_questions, split_items
 from icml26.lrpo.policy import CharGPT, GPTConfig
 from icml26.lrpo.train import GRPOConfig, PretrainConfig, evaluate, pretrain, train_grpo
-from icml26.lrpo.verdict import PLANTED_MASS, T_975
+from icml26.lrpo.verdict import PLANTED_MASS
 from icml26.testing.results import (
     resolve_device,
 )
@@ -80,8 +80,6 @@ class DemoConfig:
         """ValueError naming the flag when a setting is out of range (run before any work)."""
         if not self.quick and self.seeds < 2:
             raise ValueError("--seeds must be >= 2 (an interval needs two)")
-        if self.seeds > len(T_975) + 1:
-            raise ValueError(f"--seeds must be <= {len(T_975) + 1}")
         unknown = sorted(set(self.arms) - set(ARMS))
         if not self.arms or unknown or "lrpo" not in self.arms:
             raise ValueError(f"--arms must include lrpo and name arms from {list(ARMS)}, got "

@@ -4,22 +4,11 @@ and margin (pure; tested on a null world)."""
 
 from __future__ import annotations
 
-import math
-
-from icml26.testing.results import (
-    claim_row,
-    control,
-    judge,
-    summarise,
-)
+from icml26.testing.results import claim_row, control, judge, paired_interval, summarise
 
 ARM_NAMES = {"original": "original language only", "uniform": "uniform routing",
              "english": "routed to English", "ucb": "UCB routing", "exp3": "EXP3 routing",
              "lrpo": "LRPO"}  # fmt: skip
-
-
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
-"""Student t 97.5% quantiles for 1..10 degrees of freedom (two-sided 95% intervals)."""
 
 
 PLANTED_MASS = 0.5
@@ -40,16 +29,6 @@ def claims() -> dict[str, str]:
         "signal": "multilingual groups carry more learning signal: fewer GRPO groups whose "
         "rollouts are all correct or all wrong than original-language GRPO",
     }
-
-
-def paired_interval(diffs: list[float]) -> tuple[float, float | None, float | None]:
-    """Mean of paired differences and its two-sided 95% Student-t interval (None for one seed)."""
-    m = sum(diffs) / len(diffs)
-    if len(diffs) < 2:
-        return m, None, None
-    sd = math.sqrt(sum((d - m) ** 2 for d in diffs) / (len(diffs) - 1))
-    h = T_975[len(diffs) - 2] * sd / math.sqrt(len(diffs))
-    return m, m - h, m + h
 
 
 def _diffs(raw: dict, a: str, b: str, metric: str, sign: float = 1.0) -> list[float]:

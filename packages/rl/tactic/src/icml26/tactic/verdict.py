@@ -4,18 +4,9 @@ controls and margin (pure; tested on a null world)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from icml26.testing.results import (
-    claim_row,
-    control,
-    judge,
-)
-
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
-
+from icml26.testing.results import claim_row, control, judge, paired_interval
 
 BASELINES = ("CASEC", "DCG", "QMIX", "VDN")
 
@@ -40,16 +31,6 @@ def claims() -> dict[str, str]:
         "sparse": "the pruned graph is at least as good as the full graph with the same "
         "conditioning (TACTIC vs TACTIC with no pruning)",
     }
-
-
-def paired_interval(diffs: list[float]) -> tuple[float, float | None, float | None]:
-    """Mean of paired differences and its two-sided 95% Student-t interval (None: one seed)."""
-    m = sum(diffs) / len(diffs)
-    if len(diffs) < 2:
-        return m, None, None
-    sd = math.sqrt(sum((d - m) ** 2 for d in diffs) / (len(diffs) - 1))
-    h = T_975[min(len(diffs), len(T_975) + 1) - 2] * sd / math.sqrt(len(diffs))
-    return m, m - h, m + h
 
 
 def _per_seed(raw: dict, arm: str, metric: str) -> dict[int, float]:
