@@ -279,17 +279,21 @@ def test_study_verdict_and_demo_each_hold_their_part(m):
 
 
 @pytest.mark.parametrize("m", METHOD_PACKAGES, ids=lambda m: m.name)
-def test_demo_takes_a_device_flag_defaulting_to_auto(m):
+def test_demo_takes_the_shared_options_with_device_defaulting_to_auto(m):
+    """Every DemoConfig subclasses ``icml26.testing.command.DemoOptions`` (--quick, --out and
+    --device, "auto": CUDA when present); a package may restate --device only to say more."""
     study = _module_file(m, "study")
     for node in ast.walk(ast.parse(study.read_text())):
         if isinstance(node, ast.ClassDef) and node.name == "DemoConfig":
+            bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+            assert "DemoOptions" in bases, f"{study}: DemoConfig must subclass DemoOptions"
             fields = {
                 s.target.id: s.value
                 for s in node.body
                 if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
             }
-            assert "device" in fields, f"{study}: DemoConfig needs a device field"
-            value = fields["device"]
+            assert not {"quick", "out"} & set(fields), f"{study}: --quick and --out are shared"
+            value = fields.get("device", ast.Constant("auto"))
             assert isinstance(value, ast.Constant) and value.value == "auto", (
                 f"{study}: DemoConfig.device must default to 'auto' (CUDA when present)"
             )

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,8 +27,8 @@ from icml26.testing import (
 def test_the_runtime_part_imports_neither_torch_nor_pytest():
     code = (
         "import sys; import icml26.testing as t; "
-        "from icml26.testing import results, report, command, timing; "
-        "t.judge; t.finish_demo; t.dispatch; t.best_time; "
+        "from icml26.testing import results, report, command, files, timing; "
+        "t.judge; t.finish_demo; t.dispatch; t.best_time; t.atomic_write; t.DemoOptions; "
         "print(sorted(m for m in ('torch', 'pytest', 'numpy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -172,3 +173,45 @@ def test_assert_rejects_wants_the_argument_named():
         assert_rejects(lambda: check(1), "x")
     with pytest.raises(AssertionError, match="got KeyError"):
         assert_rejects(lambda: {}["x"], "x")
+
+
+def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path):
+    from icml26.testing.files import atomic_write, atomic_write_text
+
+    target = tmp_path / "sub" / "a.txt"
+    assert atomic_write_text(target, "old") == target and target.read_text() == "old"
+
+    def broken(tmp):
+        Path(tmp).write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, broken)
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["a.txt"]  # no temp file left
+
+
+def test_save_figure_writes_and_closes(tmp_path):
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from icml26.testing.files import save_figure
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    path = save_figure(fig, tmp_path / "f.png")
+    assert path.read_bytes()[:4] == b"\x89PNG" and not plt.fignum_exists(fig.number)
+
+
+def test_demo_options_apply_quick_settings_only_under_quick():
+    from dataclasses import dataclass
+
+    from icml26.testing.command import DemoOptions
+
+    @dataclass(frozen=True)
+    class Cfg(DemoOptions):
+        steps: int = 100
+
+        def quick_settings(self):
+            return {"steps": 2}
+
+    assert Cfg().resolved().steps == 100 and Cfg(quick=True).resolved().steps == 2
+    assert Cfg(quick=True).resolved().quick and Cfg().device == "auto" and Cfg().out is None

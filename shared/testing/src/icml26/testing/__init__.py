@@ -1,14 +1,16 @@
 """icml26.testing: what every icml26 package shares, in two parts.
 
 The light runtime part (stdlib only; method packages depend on it): the results contract
-(``icml26.testing.results``), a demo's result assembly and printing (``report``), the CLI
-dispatch (``command``) and bench timing (``timing``).
+(``icml26.testing.results``, with the paired intervals verdicts read), a demo's result assembly
+and printing (``report``), the CLI dispatch and the options every demo shares (``command``),
+atomic file writes (``files``) and bench timing (``timing``).
 
-The test part (the ``pytest`` extra: pytest and torch): a pytest plugin (entry point
-``pytest11``) that gives every test session an autouse seeding fixture, a ``device``
-parametrization (cpu, and cuda when present) and the markers ``slow`` (skipped unless
-``--runslow``), ``gpu`` (skipped without CUDA) and ``distributed``; and helpers tests import
-(``assert_close``, ``assert_unbiased``, ``run_cli``, ``run_distributed``, ...).
+The test part (the ``pytest`` extra: pytest and torch): a pytest plugin (a package opts in
+with ``pytest_plugins = ["icml26.testing.plugin"]`` in its tests' conftest) that gives the
+session an autouse seeding fixture, a ``device`` parametrization (cpu, and cuda when present)
+and the markers ``slow`` (skipped unless ``--runslow``), ``gpu`` (skipped without CUDA) and
+``distributed``; and helpers tests import (``assert_close``, ``assert_unbiased``, ``run_cli``,
+``run_distributed``, ...).
 
 Names are loaded on first use, so importing the runtime part never imports torch or pytest.
 """
@@ -20,8 +22,13 @@ _HOMES = {
     "assert_rejects": "asserts",
     "check_gradients": "asserts",
     "run_cli": "cli",
+    "DemoOptions": "command",
+    "DeviceOption": "command",
     "dispatch": "command",
     "run_distributed": "distributed",
+    "atomic_write": "files",
+    "atomic_write_text": "files",
+    "save_figure": "files",
     "run_readme_snippets": "readme",
     "demo_config": "report",
     "finish_demo": "report",
@@ -46,11 +53,13 @@ _HOMES = {
     "judge": "results",
     "load_results": "results",
     "package_verdict": "results",
+    "paired_interval": "results",
     "package_version": "results",
     "provenance": "results",
     "resolve_device": "results",
     "source_commit": "results",
     "summarise": "results",
+    "t_quantile": "results",
     "validate_results": "results",
     "write_results": "results",
     "seed_everything": "seeding",

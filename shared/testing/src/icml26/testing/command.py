@@ -3,13 +3,46 @@
 ``dispatch`` turns ``{"demo": (DemoConfig, run_demo), ...}`` into ``icml26-<name> demo ...``:
 tyro parses the arguments into the config, the matching function runs it, and a ValueError (a
 bad argument the package named) ends as ``<prog>: error: ...`` with exit code 2, not a traceback.
+
+``DemoOptions`` holds the flags every ``demo`` shares (``--quick``, ``--device``, ``--out``) and
+``DeviceOption`` the ``--device`` of any other command that computes; a package's config
+dataclasses subclass them and add their own flags.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceOption:
+    """The ``--device`` flag of a command that computes (``resolve_device`` reads it)."""
+
+    device: str = "auto"
+    """auto (CUDA when present), cpu, cuda, cuda:N"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoOptions(DeviceOption):
+    """The flags every ``demo`` takes. A package's ``DemoConfig`` subclasses this, adds its
+    budgets and names in ``quick_settings`` what ``--quick`` shrinks."""
+
+    quick: bool = False
+    """Smoke run: tiny budgets, done in about a minute; every verdict reads "smoke"."""
+    out: Path | None = None
+    """Run folder (default runs/<package>/<timestamp>)."""
+
+    def quick_settings(self) -> dict[str, Any]:
+        """The settings ``--quick`` replaces, by field name (none by default)."""
+        return {}
+
+    def resolved(self):
+        """The settings the run uses: ``quick_settings()`` applied under ``--quick``."""
+        return replace(self, **self.quick_settings()) if self.quick else self
 
 
 def dispatch(

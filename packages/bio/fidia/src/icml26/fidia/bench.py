@@ -18,12 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
-from icml26.testing.timing import best_time
+from icml26.testing.timing import best_time, torch_threads
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Throughput ratios of the policy's sampler and RL step against ProteinMPNN's own code."""
 
     n: int = 32
@@ -32,7 +33,6 @@ class BenchConfig:
     """Residues of the built helix when no example backbone is installed."""
     repeats: int = 3
     """Best of this many timings."""
-    device: str = "auto"
 
 
 def run_bench(cfg: BenchConfig) -> dict:
@@ -40,13 +40,8 @@ def run_bench(cfg: BenchConfig) -> dict:
     if cfg.n < 2 or cfg.repeats < 1 or cfg.length < 4:
         raise ValueError("--n must be >= 2, --repeats >= 1 and --length >= 4")
     device = resolve_device(cfg.device)
-    threads = torch.get_num_threads()
-    if device == "cpu":
-        torch.set_num_threads(1)  # stable ratios on a shared CPU; restored below
-    try:
+    with torch_threads(1, device):  # stable ratios on a shared CPU
         return _measure(cfg, device)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _measure(cfg: BenchConfig, device: str) -> dict:

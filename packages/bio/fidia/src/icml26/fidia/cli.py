@@ -13,11 +13,11 @@ from typing import Literal
 from icml26.fidia.bench import BenchConfig, run_bench
 from icml26.fidia.demo import run_demo
 from icml26.fidia.study import DemoConfig
-from icml26.testing.command import dispatch
+from icml26.testing.command import DeviceOption, dispatch
 
 
 @dataclass(frozen=True)
-class TaskSpec:
+class TaskSpec(DeviceOption):
     """Which backbones to design for, and their constraints."""
 
     backbones: tuple[str, ...] = ()
@@ -31,7 +31,6 @@ class TaskSpec:
     """Residue numbers of --structure that keep their native residue (the motif)."""
     disulfides: bool = True
     """Require cysteines at the native disulfides of --structure and forbid other cysteines."""
-    device: str = "auto"
 
     def tasks(self, device: str):
         from icml26.fidia.reward import CompositeReward
@@ -204,16 +203,15 @@ def run_design(cfg: DesignCli) -> list[dict]:
     return designs
 
 
+DESCRIPTION = "FIDIA: best-of-N aligned RL for inverse folding with ProteinMPNN."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "train": (TrainCli, run_train),
+    "evaluate": (EvaluateCli, run_evaluate),
+    "design": (DesignCli, run_design),
+    "bench": (BenchConfig, run_bench),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-fidia",
-        "FIDIA: best-of-N aligned RL for inverse folding with ProteinMPNN.",
-        {
-            "demo": (DemoConfig, run_demo),
-            "train": (TrainCli, run_train),
-            "evaluate": (EvaluateCli, run_evaluate),
-            "design": (DesignCli, run_design),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-    )
+    return dispatch("icml26-fidia", DESCRIPTION, COMMANDS, argv)

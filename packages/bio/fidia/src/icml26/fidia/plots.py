@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from icml26.testing.files import save_figure
+
 COLORS = {"base (T for success@N)": "#bbbbbb", "base (T for precision)": "#888888",
           "mean-reward RL": "#4c72b0", "GRPO": "#dd8452", "FIDIA (max@N)": "#55a868"}  # fmt: skip
 
@@ -57,6 +59,5 @@ def plot_study(raw: dict, path: str | Path) -> Path:
         axes[2].legend(fontsize=7)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return path

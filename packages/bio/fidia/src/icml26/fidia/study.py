@@ -27,7 +27,6 @@ additive control are reported as checks, not claims.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
@@ -36,6 +35,7 @@ from icml26.fidia.data import examples_dir
 from icml26.fidia.estimators import maxn_value, passn_value
 from icml26.fidia.toys import gradient_check, train_toy
 from icml26.fidia.verdict import BASE_ARMS, RL_ARMS, TOY_OBJECTIVES
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -62,8 +62,10 @@ loop of short alpha-neurotoxins)."""
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """FIDIA's study: estimator check, toy landscapes, motif scaffolding with ProteinMPNN."""
+class DemoConfig(DemoOptions):
+    """FIDIA's study: estimator check, toy landscapes, motif scaffolding with ProteinMPNN.
+
+    ``--quick``: smoke run: one seed, one backbone, two steps, few samples."""
 
     seeds: int = 3
     """Seeds of the ProteinMPNN study (each arm, each seed: its own samples and training)."""
@@ -90,12 +92,6 @@ class DemoConfig:
     eval_samples: int = 128
     """Fresh samples per arm, seed and backbone for the reported numbers."""
     gradient_replicates: int = 20_000
-    quick: bool = False
-    """Smoke run: one seed, one backbone, two steps, few samples."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N."""
-    out: Path | None = None
-    """Run folder (default runs/fidia/<timestamp>)."""
 
     def check(self) -> None:
         """ValueError naming the flag when a setting is out of range (run before any work)."""
@@ -125,10 +121,8 @@ class DemoConfig:
         """Base-arm samples per temperature and backbone: the RL arms' training budget, shared."""
         return self.steps * self.n // len(self.temperatures)
 
-    def effective(self) -> DemoConfig:
-        if not self.quick:
-            return self
-        return replace(self, seeds=1, toy_seeds=1, N=4, n=8, steps=2, backbones=self.backbones[:1],
+    def quick_settings(self) -> dict:
+        return dict(seeds=1, toy_seeds=1, N=4, n=8, steps=2, backbones=self.backbones[:1],
                        temperatures=self.temperatures[:2], eval_samples=8, judge_orders=1,
                        gradient_replicates=2_000)  # fmt: skip
 
@@ -261,7 +255,7 @@ def experiment(cfg: DemoConfig) -> dict:
     """Run (a), (b) and (c); returns the raw measurements (no verdict, no files)."""
     cfg.check()
     device = resolve_device(cfg.device)
-    cfg = cfg.effective()
+    cfg = cfg.resolved()
     torch.manual_seed(0)
     grad = gradient_check(replicates=cfg.gradient_replicates)
     toy_steps = 50 if cfg.quick else 300

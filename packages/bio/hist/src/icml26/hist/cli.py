@@ -17,20 +17,36 @@ from pathlib import Path
 from icml26.hist.bench import BenchConfig, run_bench
 from icml26.hist.demo import run_demo
 from icml26.hist.study import DemoConfig
-from icml26.testing.command import dispatch
+from icml26.testing.command import DeviceOption, dispatch
 from icml26.testing.results import resolve_device
 
 MODEL_NAMES = ("hist", "hist-no-tokens", "knn", "mlp")
 
 
+@dataclass(frozen=True, kw_only=True)
+class SlideOptions(DeviceOption):
+    """How the slides of --data are read (every command that reads slides takes these)."""
+
+    data: tuple[str, ...] = ("synthetic",)
+    """synthetic[:spots] | her2st | her2st:/path | slide .h5ad files (evaluate and predict read
+    synthetic from held-out seeds)."""
+    features_key: str = "features"
+    """obsm key of the per-spot features in .h5ad input."""
+    hexagonal: bool = False
+    """The .h5ad slides sit on a hexagonal (Visium) grid (detected from obs array_row /
+    array_col when present)."""
+    layer: str | None = None
+    """Counts of .h5ad input from this layer (default: X)."""
+    use_raw: bool = False
+    """Counts of .h5ad input from .raw."""
+
+
 @dataclass(frozen=True)
-class TrainCLI:
+class TrainCLI(SlideOptions):
     """Train a model on slides; checkpoints (safetensors) in --out, resumable."""
 
     out: Path
     """Checkpoint folder."""
-    data: tuple[str, ...] = ("synthetic",)
-    """synthetic[:spots] | her2st | her2st:/path | slide .h5ad files."""
     model: str = "hist"
     """hist, hist-no-tokens, knn or mlp."""
     dim: int = 512
@@ -49,61 +65,24 @@ class TrainCLI:
     """Checkpoint interval in steps."""
     resume: bool = False
     """Continue from the latest checkpoint in --out."""
-    features_key: str = "features"
-    """obsm key of the per-spot features in .h5ad input."""
-    hexagonal: bool = False
-    """The .h5ad slides sit on a hexagonal (Visium) grid (detected from obs array_row /
-    array_col when present)."""
-    layer: str | None = None
-    """Counts of .h5ad input from this layer (default: X)."""
-    use_raw: bool = False
-    """Counts of .h5ad input from .raw."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 @dataclass(frozen=True)
-class EvaluateCLI:
+class EvaluateCLI(SlideOptions):
     """Evaluate a checkpoint on slides with counts: R2, Pearson, per-gene Pearson."""
 
     checkpoint: Path
     """Folder written by train (or save_pretrained)."""
-    data: tuple[str, ...] = ("synthetic",)
-    """synthetic[:spots] (held-out seeds) | her2st | her2st:/path | .h5ad files."""
-    features_key: str = "features"
-    """obsm key of the per-spot features in .h5ad input."""
-    hexagonal: bool = False
-    """The .h5ad slides sit on a hexagonal (Visium) grid (detected from obs array_row /
-    array_col when present)."""
-    layer: str | None = None
-    """Counts of .h5ad input from this layer (default: X)."""
-    use_raw: bool = False
-    """Counts of .h5ad input from .raw."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 @dataclass(frozen=True)
-class PredictCLI:
+class PredictCLI(SlideOptions):
     """Predict slides into AnnData (.h5ad) files."""
 
     checkpoint: Path
     """Folder written by train (or save_pretrained)."""
     out: Path
     """Output folder for <slide>.h5ad."""
-    data: tuple[str, ...] = ("synthetic",)
-    """synthetic[:spots] (held-out seeds) | her2st | her2st:/path | .h5ad files."""
-    features_key: str = "features"
-    """obsm key of the per-spot features in .h5ad input."""
-    hexagonal: bool = False
-    """The .h5ad slides sit on a hexagonal (Visium) grid (detected from obs array_row /
-    array_col when present)."""
-    layer: str | None = None
-    """Counts of .h5ad input from this layer (default: X)."""
-    use_raw: bool = False
-    """Counts of .h5ad input from .raw."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def load_slides(data, features_key="features", hexagonal=False, held_out=False, **anndata_kw):
@@ -238,8 +217,8 @@ def run_evaluate(cfg: EvaluateCLI) -> None:
 
 
 def run_predict(cfg: PredictCLI) -> None:
-    from icml26.hist.io import atomic_write
     from icml26.hist.train import predict_anndata
+    from icml26.testing.files import atomic_write
 
     model = _load_checkpoint(cfg.checkpoint, resolve_device(cfg.device))
     pairs = _load(cfg.data, cfg.features_key, cfg.hexagonal, held_out=True, **_anndata_kw(cfg))
@@ -249,16 +228,17 @@ def run_predict(cfg: PredictCLI) -> None:
         print(f"wrote {path} ({adata.n_obs} spots x {adata.n_vars} genes)")
 
 
+DESCRIPTION = (
+    "HiST: hierarchical sparse transformer, H&E -> spatial transcriptomics (arXiv 2606.14251)."
+)
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "bench": (BenchConfig, run_bench),
+    "train": (TrainCLI, run_train),
+    "evaluate": (EvaluateCLI, run_evaluate),
+    "predict": (PredictCLI, run_predict),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-hist",
-        "HiST: hierarchical sparse transformer, H&E -> spatial transcriptomics (arXiv 2606.14251).",
-        {
-            "demo": (DemoConfig, run_demo),
-            "bench": (BenchConfig, run_bench),
-            "train": (TrainCLI, run_train),
-            "evaluate": (EvaluateCLI, run_evaluate),
-            "predict": (PredictCLI, run_predict),
-        },
-        argv,
-    )
+    return dispatch("icml26-hist", DESCRIPTION, COMMANDS, argv)

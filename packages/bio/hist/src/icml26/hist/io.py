@@ -2,27 +2,12 @@
 
 import json
 import os
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-
-def atomic_write(path: str | os.PathLike, write: Callable[[str], None], suffix: str = "") -> Path:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+from icml26.testing.files import atomic_write
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:

@@ -12,7 +12,7 @@ def plot_demo(results: dict, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from icml26.hist.io import atomic_write
+    from icml26.testing.files import atomic_write
 
     panels = []
     if "synthetic" in results:

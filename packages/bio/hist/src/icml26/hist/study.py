@@ -57,6 +57,7 @@ from icml26.hist.model import HiST, HiSTConfig
 from icml26.hist.synthetic import SyntheticWorld, make_cohort
 from icml26.hist.train import TrainConfig, evaluate, predict, predict_log1p, train
 from icml26.hist.verdict import HER2ST_BASELINES
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -68,13 +69,11 @@ PARTS = ("synthetic", "her2st", "cost")
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """HiST vs no-token HiST / kNN attention / MLP on synthetic and HER2ST slides, and its cost."""
+class DemoConfig(DemoOptions):
+    """HiST vs no-token HiST / kNN attention / MLP on synthetic and HER2ST slides, and its cost.
 
-    quick: bool = False
-    """Tiny budgets: finishes in seconds (numbers are not meaningful)."""
-    out: Path | None = None
-    """Run folder (default runs/hist/<timestamp>)."""
+    ``--quick``: tiny budgets: finishes in seconds (numbers are not meaningful)."""
+
     seed: int = 0
     """First seed; seed, seed+1, ... for the repeated trainings."""
     seeds: int = 3
@@ -120,14 +119,9 @@ class DemoConfig:
     """Skip the dense grid beyond this many canvas cells (memory and time on a laptop)."""
     max_full_spots: int = 4000
     """Skip full attention beyond this many spots."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
-    def resolved(self) -> DemoConfig:
-        if not self.quick:
-            return self
-        return replace(
-            self,
+    def quick_settings(self) -> dict:
+        return dict(
             seeds=1,
             dim=32,
             train_slides=4,

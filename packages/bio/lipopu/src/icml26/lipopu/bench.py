@@ -17,19 +17,19 @@ from dataclasses import dataclass
 
 import torch
 
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
-from icml26.testing.timing import best_time
+from icml26.testing.timing import best_time, torch_threads
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Throughput and training-cost ratios."""
 
     pockets: int = 20_000
     """Pockets scored in the throughput test."""
     repeats: int = 3
     """Best of this many timings."""
-    device: str = "auto"
 
 
 def run_bench(cfg: BenchConfig) -> dict:
@@ -37,13 +37,8 @@ def run_bench(cfg: BenchConfig) -> dict:
     if cfg.pockets < 100 or cfg.repeats < 1:
         raise ValueError("--pockets must be >= 100 and --repeats >= 1")
     device = resolve_device(cfg.device)
-    threads = torch.get_num_threads()
-    if device == "cpu":
-        torch.set_num_threads(1)  # stable ratios on a shared CPU; restored below
-    try:
+    with torch_threads(1, device):  # stable ratios on a shared CPU
         return _measure(cfg, device)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _measure(cfg: BenchConfig, device: str) -> dict:

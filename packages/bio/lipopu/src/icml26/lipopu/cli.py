@@ -14,11 +14,11 @@ import tyro
 from icml26.lipopu.bench import BenchConfig, run_bench
 from icml26.lipopu.demo import run_demo
 from icml26.lipopu.study import DemoConfig
-from icml26.testing.command import dispatch
+from icml26.testing.command import DeviceOption, dispatch
 
 
 @dataclass(frozen=True)
-class TrainCli:
+class TrainCli(DeviceOption):
     """Train a pocket model on the SLiPP table (or the synthetic cohort) and save it."""
 
     out: Path
@@ -45,17 +45,15 @@ class TrainCli:
     """Seed of the grouped split, the label draw and the weights."""
     resume: bool = False
     """Continue from the training state in --out."""
-    device: str = "auto"
 
 
 @dataclass(frozen=True)
-class EvaluateCli:
+class EvaluateCli(DeviceOption):
     """Measure a saved model on the test proteins of its own grouped split (true labels)."""
 
     checkpoint: tyro.conf.Positional[Path]
     slipp: Path | None = None
     synthetic: bool = False
-    device: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -185,16 +183,15 @@ def run_predict(cfg: PredictCli) -> list:
     return preds
 
 
+DESCRIPTION = "LipoPU: positive-unlabeled lipid-binding pocket prediction."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "train": (TrainCli, run_train),
+    "evaluate": (EvaluateCli, run_evaluate),
+    "predict": (PredictCli, run_predict),
+    "bench": (BenchConfig, run_bench),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-lipopu",
-        "LipoPU: positive-unlabeled lipid-binding pocket prediction.",
-        {
-            "demo": (DemoConfig, run_demo),
-            "train": (TrainCli, run_train),
-            "evaluate": (EvaluateCli, run_evaluate),
-            "predict": (PredictCli, run_predict),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-    )
+    return dispatch("icml26-lipopu", DESCRIPTION, COMMANDS, argv)

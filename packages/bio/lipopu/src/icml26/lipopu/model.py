@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -22,6 +20,8 @@ from typing import NamedTuple
 import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
+
+from icml26.testing.files import atomic_write
 
 AMINO_ACIDS = (
     "ALA", "ARG", "ASN", "ASP", "CYS", "GLN", "GLU", "GLY", "HIS", "ILE",
@@ -224,15 +224,3 @@ def protein_score(pocket_scores: Tensor, protein: Tensor, pool: str = "max") -> 
         shifted = torch.exp(pocket_scores - top[protein])
         return top + torch.log(pocket_scores.new_zeros(n).index_add(0, protein, shifted))
     raise ValueError(f"pool must be 'max' or 'lse', got {pool!r}")
-
-
-def atomic_write(path: Path, write: Callable[[str], object]) -> None:
-    """Call ``write(tmp_path)``, then rename onto ``path``: never a half-written file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

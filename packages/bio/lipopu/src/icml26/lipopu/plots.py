@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker
 import numpy as np
 
+from icml26.testing.files import save_figure
+
 ARM_STYLE = {
     "lipopu": ("LipoPU (ranking, nn)", "C3", "o-"),
     "nnpu": ("nnPU", "C0", "s-"),
@@ -96,8 +98,7 @@ def plot_study(results: dict, path: Path) -> Path:
     ax.set_title("multi-label lipid categories")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     return path
 
 
@@ -131,6 +132,5 @@ def plot_case_study(case: dict, path: Path) -> Path:
     ax.set_xlim(0, max(ranks) + 1)
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     return path

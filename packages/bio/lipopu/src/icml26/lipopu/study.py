@@ -48,6 +48,7 @@ from icml26.lipopu.data import (
 from icml26.lipopu.metrics import ranking_metrics
 from icml26.lipopu.model import PocketAttentionMIL, PocketModelConfig
 from icml26.lipopu.train import CompositionBags, TrainConfig, fit, predict_scores
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -71,8 +72,10 @@ ABLATIONS = ("lipopu (no correction)", "lipopu (mean pooling)", "lipopu (descrip
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """The LipoPU study: SCAR label fractions x objectives x seeds, ablations, a case study."""
+class DemoConfig(DemoOptions):
+    """The LipoPU study: SCAR label fractions x objectives x seeds, ablations, a case study.
+
+    ``--quick``: smoke run: 400 proteins, one seed, c = 0.5, 2 epochs."""
 
     slipp: Path | None = None
     """SLiPP's training_pockets.csv (default: $LIPOPU_SLIPP or shared/data/slipp/ in a folder
@@ -92,12 +95,6 @@ class DemoConfig:
     """Case-study structure (default: 1a28 from mdanalysistests, when installed)."""
     ligand: str = "STR"
     """The case-study ligand's residue name (STR: progesterone in 1a28)."""
-    quick: bool = False
-    """Smoke run: 400 proteins, one seed, c = 0.5, 2 epochs."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N."""
-    out: Path | None = None
-    """Run folder (default runs/lipopu/<timestamp>)."""
 
     def check(self) -> None:
         """ValueError naming the flag when a setting is out of range (run before any work)."""

@@ -30,7 +30,8 @@ from tqdm.auto import tqdm
 
 from icml26.lipopu.data import composition_bags
 from icml26.lipopu.losses import RISKS, check_prior, multilabel_objective
-from icml26.lipopu.model import PAD, PocketAttentionMIL, atomic_write
+from icml26.lipopu.model import PAD, PocketAttentionMIL
+from icml26.testing.files import atomic_write
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 
 import torch
 
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 from icml26.testing.timing import best_time, torch_threads
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Sampling time per batch: ASBM (and its distilled generator) against flow matching."""
 
     n: int = 2048
@@ -27,8 +28,6 @@ class BenchConfig:
     """Width of every network (the demo's 2-D setting)."""
     repeats: int = 3
     """Best of this many timings."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def validate(self) -> None:
         if self.n < 1 or self.hidden < 1 or self.repeats < 1 or not self.steps:

@@ -9,16 +9,14 @@ from icml26.asbm.study import DemoConfig
 from icml26.asbm.train import EvaluateConfig, TrainConfig, run_evaluate, run_train
 from icml26.testing.command import dispatch
 
+DESCRIPTION = "Adjoint Schrödinger Bridge Matching (arXiv 2602.15396)."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "train": (TrainConfig, run_train),
+    "evaluate": (EvaluateConfig, run_evaluate),
+    "bench": (BenchConfig, run_bench),
+}
+
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-asbm",
-        "Adjoint Schrödinger Bridge Matching (arXiv 2602.15396).",
-        {
-            "demo": (DemoConfig, run_demo),
-            "train": (TrainConfig, run_train),
-            "evaluate": (EvaluateConfig, run_evaluate),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-    )
+    return dispatch("icml26-asbm", DESCRIPTION, COMMANDS, argv)

@@ -1,8 +1,6 @@
 """The demo's figures: quality vs sampling steps, and sample grids."""
 
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -10,13 +8,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-
-def _save(fig, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, path)
+from icml26.testing.files import save_figure
 
 
 def plot_quality(problems: dict, path: Path) -> None:
@@ -46,7 +38,7 @@ def plot_quality(problems: dict, path: Path) -> None:
             ax.grid(alpha=0.3, which="both")
     axes[0, 0].legend(fontsize=7)
     fig.subplots_adjust(hspace=0.35)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_samples(grids: dict, path: Path) -> None:
@@ -61,7 +53,7 @@ def plot_samples(grids: dict, path: Path) -> None:
             ax.scatter(pts[:, 0], pts[:, 1], s=4)
             ax.set_title(n, fontsize=9)
             ax.set_aspect("equal")
-        _save(fig, path)
+        save_figure(fig, path)
         return
     fig, axes = plt.subplots(1, len(names), figsize=(2.6 * len(names), 2.8))
     for ax, n in zip(axes, names, strict=True):
@@ -72,7 +64,7 @@ def plot_samples(grids: dict, path: Path) -> None:
         ax.imshow(tile.numpy(), cmap="gray", vmin=-1, vmax=1)
         ax.set_title(n, fontsize=9)
         ax.axis("off")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_rounds(problems: dict, prior_scale: float, path: Path) -> None:
@@ -94,4 +86,4 @@ def plot_rounds(problems: dict, prior_scale: float, path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)

@@ -16,8 +16,7 @@ steps, paired over seeds, a difference inside the 95% interval being a tie.
 
 import statistics
 import time
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 
 import torch
 
@@ -37,6 +36,7 @@ from icml26.asbm.metrics import (
 from icml26.asbm.nets import MLP, TinyUNet
 from icml26.asbm.sde import BrownianSDE, GaussianEnergy
 from icml26.asbm.verdict import BASELINES, VERDICT_STEPS
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -112,13 +112,11 @@ FACE_BUDGET = Budget(
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """ASBM vs CFM, OT-CFM, SB-CFM and reflow at equal compute: quality vs sampling steps."""
+class DemoConfig(DemoOptions):
+    """ASBM vs CFM, OT-CFM, SB-CFM and reflow at equal compute: quality vs sampling steps.
 
-    quick: bool = False
-    """Small budgets, the 2-D problem only, one seed: well under a minute."""
-    out: Path | None = None
-    """Run folder (default runs/asbm/<timestamp>)."""
+    ``--quick``: small budgets, the 2-D problem only, one seed: well under a minute."""
+
     seeds: tuple[int, ...] = (0, 1, 2)
     """Seeds of the MLP problems (moons, digits) and of TinyUNet digits."""
     face_seeds: tuple[int, ...] = (0, 1, 2)
@@ -148,14 +146,9 @@ class DemoConfig:
     """Run the 64-D digits comparison (MLP)."""
     images: bool = True
     """Run the TinyUNet problems (digits, faces)."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
-    def resolved(self) -> "DemoConfig":
-        if not self.quick:
-            return self
-        return replace(
-            self,
+    def quick_settings(self) -> dict:
+        return dict(
             seeds=self.seeds[:1],
             vector=Budget(
                 rounds=2,

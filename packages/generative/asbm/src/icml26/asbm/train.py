@@ -12,11 +12,12 @@ from icml26.asbm.data import TOYS, digits, faces, load_array
 from icml26.asbm.metrics import mmd, sliced_w2
 from icml26.asbm.nets import TinyUNet
 from icml26.asbm.sde import VPSDE, BrownianSDE, GaussianEnergy
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(DeviceOption):
     """Train ASBM (both stages) on a bundled data set and save a safetensors checkpoint."""
 
     out: Path = Path("runs/asbm/model")
@@ -41,8 +42,6 @@ class TrainConfig:
     sim_steps: int = 30
     """Euler-Maruyama steps of the forward SDE."""
     seed: int = 0
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def _data(name: str, n: int, seed: int, device) -> torch.Tensor:
@@ -96,7 +95,7 @@ def run_train(cfg: TrainConfig) -> None:
 
 
 @dataclass(frozen=True)
-class EvaluateConfig:
+class EvaluateConfig(DeviceOption):
     """Sample from a saved checkpoint and measure it against a bundled data set."""
 
     checkpoint: Path = Path("runs/asbm/model")
@@ -106,8 +105,6 @@ class EvaluateConfig:
     steps: tuple[int, ...] = (1, 4, 32)
     n: int = 1000
     seed: int = 0
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def run_evaluate(cfg: EvaluateConfig) -> dict:

@@ -139,16 +139,16 @@ def sample_cli(cfg: SampleCli) -> None:
     print(f"wrote {len(doc)} samples to {cfg.output}")
 
 
+DESCRIPTION = "FAHNES: featured graph and hypergraph generation by next-scale prediction."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "train": (TrainCli, train_cli),
+    "sample": (SampleCli, sample_cli),
+    "bench": (BenchConfig, run_bench),
+}
+ERRORS = (ValueError, FileNotFoundError)
+"""The exceptions that end as one line and exit 2 (a mistake the user can fix)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-fahnes",
-        "FAHNES: featured graph and hypergraph generation by next-scale prediction.",
-        {
-            "demo": (DemoConfig, run_demo),
-            "train": (TrainCli, train_cli),
-            "sample": (SampleCli, sample_cli),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-        errors=(ValueError, FileNotFoundError),
-    )
+    return dispatch("icml26-fahnes", DESCRIPTION, COMMANDS, argv, errors=ERRORS)

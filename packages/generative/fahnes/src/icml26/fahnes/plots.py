@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import matplotlib
@@ -10,15 +9,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from icml26.testing.files import save_figure
+
 __all__ = ["plot_cost", "plot_samples"]
-
-
-def _save(fig, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.partial.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
 
 
 def _draw_graph(ax, hg) -> None:
@@ -68,7 +61,7 @@ def plot_samples(keep: dict, path: Path) -> None:
             ax3.set_axis_off()
     fig.suptitle("planar graphs at their coordinates (left) and meshes (right): data, FAHNES, flat")
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_cost(cost: dict, path: Path) -> None:
@@ -91,4 +84,4 @@ def plot_cost(cost: dict, path: Path) -> None:
     axes[1].set(xlabel="nodes n", ylabel="peak MiB while sampling")
     axes[0].legend()
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)

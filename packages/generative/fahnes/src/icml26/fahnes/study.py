@@ -30,18 +30,16 @@ from icml26.fahnes.metrics import graph_metrics, mesh_metrics
 from icml26.fahnes.model import FahnesConfig, FahnesModel
 from icml26.fahnes.train import FitConfig, fit
 from icml26.fahnes.verdict import ER
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
 
 
 @dataclass(frozen=True)
-class DemoConfig:
+class DemoConfig(DemoOptions):
     """The demo's settings (``--quick``: a smoke run in well under a minute)."""
 
-    quick: bool = False
-    out: Path | None = None
-    """Run folder (default runs/fahnes/<timestamp>)."""
     seeds: int = 3
     n: int = 64
     """Nodes of the planar graphs."""
@@ -73,12 +71,8 @@ class DemoConfig:
     """auto, cpu, or cuda[:N]. This version trains and samples on the CPU only: auto picks the
     CPU (and says so when CUDA is present), an explicit CUDA device is refused."""
 
-    def effective(self) -> DemoConfig:
-        if not self.quick:
-            return self
-        return DemoConfig(
-            quick=True,
-            out=self.out,
+    def quick_settings(self) -> dict:
+        return dict(
             seeds=1,
             n=20,
             graphs=20,
@@ -93,7 +87,6 @@ class DemoConfig:
             cost_sizes=(16, 32),
             airplane=False,
             flat_diffusion_steps=10,
-            device=self.device,
         )
 
 
@@ -148,7 +141,7 @@ def experiment(cfg: DemoConfig) -> dict:
         if cfg.device != "auto":
             raise ValueError(f"--device {cfg.device}: icml26-fahnes 0.1 runs on the CPU only")
         print("icml26-fahnes 0.1 runs on the CPU only; CUDA is present but unused")
-    cfg = cfg.effective()
+    cfg = cfg.resolved()
     torch.set_num_threads(1)  # small sparse ops: a second thread only adds synchronisation
     runs, keep = [], {}
     train, val, test = split(planar_graphs(cfg.graphs, cfg.n, seed=0), seed=0)

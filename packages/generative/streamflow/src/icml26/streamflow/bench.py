@@ -24,6 +24,7 @@ from icml26.streamflow.baselines import sequential_sample
 from icml26.streamflow.model import unet
 from icml26.streamflow.pipeline import StreamPipeline, model_device
 from icml26.streamflow.scheduler import BatchedFlowScheduler
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -31,7 +32,7 @@ LOOP, STEADY = "(a) sequential loop", "(e) stream steady, {backend}"
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Images/s and latency of sequential, batched and streamed flow sampling."""
 
     models: tuple[str, ...] = ("tiny", "small")
@@ -51,8 +52,6 @@ class BenchConfig:
     """Also time backend='cudagraph' (CUDA graphs; CUDA only)."""
     threads: int = 1
     seed: int = 0
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
 
     def validate(self) -> None:

@@ -1,13 +1,13 @@
 """The demo's figure: sequential vs stream samples (same noise), and throughput per method."""
 
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+
+from icml26.testing.files import save_figure
 
 
 def _tile(x):
@@ -46,8 +46,4 @@ def plot_demo(seq, stream, tables: dict, path: Path) -> None:
     axes[2].set_xlabel("N (steps = images in flight)")
     axes[2].set_ylabel("images/s / sequential loop's")
     axes[2].legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)

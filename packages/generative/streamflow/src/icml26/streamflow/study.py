@@ -21,8 +21,7 @@ repeats within one run, judged as ratios):
 """
 
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 
@@ -33,6 +32,7 @@ from icml26.streamflow.model import digits_images, train_flow_matching, unet
 from icml26.streamflow.pipeline import StreamPipeline
 from icml26.streamflow.reference import PeRFlowSequential
 from icml26.streamflow.scheduler import PeRFlowWindows
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -41,13 +41,11 @@ TRAINED = "digits UNet 8x8 (trained)"
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """Stream vs sequential vs batched flow sampling: same images, how much faster."""
+class DemoConfig(DemoOptions):
+    """Stream vs sequential vs batched flow sampling: same images, how much faster.
 
-    quick: bool = False
-    """Short training, N in (2, 4), one repeat: well under 30 s."""
-    out: Path | None = None
-    """Run folder (default runs/streamflow/<timestamp>)."""
+    ``--quick``: short training, N in (2, 4), one repeat: well under 30 s."""
+
     seed: int = 0
     train_steps: int = 600
     """Flow-matching steps of the digits UNet."""
@@ -61,13 +59,9 @@ class DemoConfig:
     """Random UNet sizes also measured at 16x16 (weights do not change speed)."""
     threads: int = 1
     """torch threads: 1 on a shared CPU, ratios from one run."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
-    def resolved(self) -> "DemoConfig":
-        if self.quick:
-            return replace(self, train_steps=100, images=8, sizes=(), num_steps=(2, 4), repeats=1)
-        return self
+    def quick_settings(self) -> dict:
+        return dict(train_steps=100, images=8, sizes=(), num_steps=(2, 4), repeats=1)
 
     def validate(self) -> None:
         for c in (self, self.resolved()):

@@ -12,18 +12,17 @@ from dataclasses import dataclass
 
 import torch
 
+from icml26.testing.command import DeviceOption
 from icml26.testing.timing import best_time
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Timing of one-pass multi-scale generation vs one pass per scale."""
 
     tiles: int = 256
     """LR tiles (8 x 8 with the default tokenizer) per call."""
     repeats: int = 5
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N."""
 
     def check(self) -> None:
         if self.tiles < 1 or self.repeats < 1:

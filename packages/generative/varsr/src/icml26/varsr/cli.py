@@ -10,7 +10,7 @@ from pathlib import Path
 
 import tyro
 
-from icml26.testing.command import dispatch
+from icml26.testing.command import DeviceOption, dispatch
 from icml26.varsr.bench import BenchConfig, run_bench
 from icml26.varsr.demo import run_demo
 from icml26.varsr.study import DemoConfig
@@ -19,7 +19,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 
 
 @dataclass(frozen=True)
-class TrainCli:
+class TrainCli(DeviceOption):
     """Train a HIT tokenizer, then the VAR transformer (cross-entropy, then CE + lambda DPO), and
     save the model to ``<out>/model``. Every stage checkpoints to ``<out>/<stage>``."""
 
@@ -38,11 +38,10 @@ class TrainCli:
     save_every: int = 100
     resume: bool = False
     """Continue every unfinished stage from its checkpoint in --out."""
-    device: str = "auto"
 
 
 @dataclass(frozen=True)
-class UpscaleCli:
+class UpscaleCli(DeviceOption):
     """Super-resolve an image file by 4 with a trained model (and write the x2 image of the same
     pass with --x2)."""
 
@@ -53,7 +52,6 @@ class UpscaleCli:
     model: Path = Path("runs/varsr/train/model")
     """A folder written by ``train`` (or ``icml26.varsr.pretrained.save_pretrained``)."""
     x2: Path | None = None
-    device: str = "auto"
 
 
 def _read_image(path: Path):
@@ -151,16 +149,16 @@ def upscale_cli(cfg: UpscaleCli) -> None:
         print(f"wrote {cfg.x2} ({out[2].shape[-1]} x {out[2].shape[-2]})")
 
 
+DESCRIPTION = "VAR super-resolution with hierarchical tokenization and DPO."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "train": (TrainCli, train_cli),
+    "upscale": (UpscaleCli, upscale_cli),
+    "bench": (BenchConfig, run_bench),
+}
+ERRORS = (ValueError, FileNotFoundError)
+"""The exceptions that end as one line and exit 2 (a mistake the user can fix)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-varsr",
-        "VAR super-resolution with hierarchical tokenization and DPO.",
-        {
-            "demo": (DemoConfig, run_demo),
-            "train": (TrainCli, train_cli),
-            "upscale": (UpscaleCli, upscale_cli),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-        errors=(ValueError, FileNotFoundError),
-    )
+    return dispatch("icml26-varsr", DESCRIPTION, COMMANDS, argv, errors=ERRORS)

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import torch
 
+from icml26.testing.files import save_figure
+
 
 def picture_grid(images: dict[str, torch.Tensor], path: Path, name: str) -> None:
     """One row of x4 outputs on the same held-out crop (pixels, not interpolated), saved to
     ``path`` via a temporary file."""
-    import os
 
     import matplotlib
 
@@ -26,7 +27,4 @@ def picture_grid(images: dict[str, torch.Tensor], path: Path, name: str) -> None
         ax.axis("off")
     fig.suptitle(f"x4 super-resolution of a held-out crop ({name}, seed 0)", fontsize=10)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.partial.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)

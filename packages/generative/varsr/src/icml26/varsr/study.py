@@ -16,12 +16,12 @@ reconstruction PSNR, prefix agreement and codebook usage per scale.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
 
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -31,8 +31,10 @@ GRID = 96
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """VAR-SR (HIT, DPO) vs bicubic and ESPCN on held-out natural images, x4 and x2."""
+class DemoConfig(DemoOptions):
+    """VAR-SR (HIT, DPO) vs bicubic and ESPCN on held-out natural images, x4 and x2.
+
+    ``--quick``: smoke run: one seed, a few steps, one held-out image."""
 
     seeds: int = 3
     tokenizer_steps: int = 800
@@ -46,12 +48,6 @@ class DemoConfig:
     dpo_beta: float = 0.1
     batch: int = 32
     lr: float = 1e-3
-    quick: bool = False
-    """Smoke run: one seed, a few steps, one held-out image."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N."""
-    out: Path | None = None
-    """Run folder (default runs/varsr/<timestamp>)."""
 
     def check(self) -> None:
         if not self.quick and self.seeds < 2:
@@ -63,10 +59,8 @@ class DemoConfig:
         if self.dpo_weight < 0 or not self.dpo_beta > 0 or not self.lr > 0:
             raise ValueError("--dpo-weight >= 0, --dpo-beta > 0 and --lr > 0 needed")
 
-    def effective(self) -> DemoConfig:
-        if not self.quick:
-            return self
-        return replace(self, seeds=1, tokenizer_steps=3, var_steps=2, dpo_steps=2, espcn_steps=2,
+    def quick_settings(self) -> dict:
+        return dict(seeds=1, tokenizer_steps=3, var_steps=2, dpo_steps=2, espcn_steps=2,
                        batch=4)  # fmt: skip
 
 
@@ -75,7 +69,7 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
     from icml26.varsr.data import load_data
 
     cfg.check()
-    cfg = cfg.effective()
+    cfg = cfg.resolved()
     device = resolve_device(cfg.device)
     data = load_data()
     train = data.train.to(device)

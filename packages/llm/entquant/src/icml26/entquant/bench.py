@@ -24,12 +24,13 @@ from icml26.entquant import coding, models
 from icml26.entquant.layers import quantize
 from icml26.entquant.quantize import quantize_linear
 from icml26.kernels.entropy import rans_decode_numpy, rans_decode_reference
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 from icml26.testing.timing import median_time
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Compression params/s, decode bytes/s per coder, lazy-decode inference overhead."""
 
     rows: int = 1024
@@ -50,8 +51,6 @@ class BenchConfig:
     load_memory: str | None = None
     """tiny-gpt or smollm2: instead, the peak memory of from_pretrained + one forward for the
     model saved in fp32 against saved with EntQuant (at the first lambda), in fresh processes."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def validate(self) -> None:
         if self.load_memory not in (None, "tiny-gpt", "smollm2"):

@@ -9,15 +9,13 @@ from icml26.entquant.demo import run_demo
 from icml26.entquant.study import DemoConfig
 from icml26.testing.command import dispatch
 
+DESCRIPTION = "EntQuant (arXiv 2601.22787): demo, benchmark, compress a checkpoint."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "bench": (BenchConfig, run_bench),
+    "compress": (CompressConfig, run_compress),
+}
+
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-entquant",
-        "EntQuant (arXiv 2601.22787): demo, benchmark, compress a checkpoint.",
-        {
-            "demo": (DemoConfig, run_demo),
-            "bench": (BenchConfig, run_bench),
-            "compress": (CompressConfig, run_compress),
-        },
-        argv,
-    )
+    return dispatch("icml26-entquant", DESCRIPTION, COMMANDS, argv)

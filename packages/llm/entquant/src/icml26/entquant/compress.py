@@ -27,12 +27,14 @@ from pathlib import Path
 import torch
 
 from icml26.entquant.layers import quantize
-from icml26.entquant.storage import _atomic_write, bits_per_param, save_compressed
+from icml26.entquant.storage import bits_per_param, save_compressed
+from icml26.testing.command import DeviceOption
+from icml26.testing.files import atomic_write
 from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)
-class CompressConfig:
+class CompressConfig(DeviceOption):
     """Compress a local transformers checkpoint (folder or .gguf file) with EntQuant."""
 
     model: Path
@@ -56,8 +58,6 @@ class CompressConfig:
     folder; writes a transformers checkpoint)."""
     shard_mb: int = 2000
     """--stream: output shard size in MB (--device does not apply: it runs on the CPU)."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def validate(self) -> None:
         if not self.model.exists():
@@ -174,7 +174,7 @@ class _ShardWriter:
         from safetensors.torch import save_file
 
         name = f".shard-{len(self.files):05d}.safetensors"
-        _atomic_write(
+        atomic_write(
             self.out / name, lambda p: save_file(self.pending, p, metadata={"format": "pt"})
         )
         self.files.append((name, list(self.pending)))
@@ -190,7 +190,7 @@ class _ShardWriter:
             self.weight_map.update(dict.fromkeys(keys, final))
         if n > 1:
             index = {"metadata": {"total_size": self.total}, "weight_map": self.weight_map}
-            _atomic_write(self.out / "model.safetensors.index.json",
+            atomic_write(self.out / "model.safetensors.index.json",
                     lambda p: Path(p).write_text(json.dumps(index, indent=2)))  # fmt: skip
         return n
 

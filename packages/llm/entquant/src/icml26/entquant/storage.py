@@ -25,7 +25,6 @@ import itertools
 import json
 import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from torch import nn
 
 from icml26.entquant import coding
 from icml26.entquant.linear import EntQuantLinear
+from icml26.testing.files import atomic_write
 
 FORMAT = "icml26-entquant/1"
 WEIGHTS = "model.safetensors"
@@ -58,17 +58,6 @@ def _crc(tensors: dict[str, torch.Tensor]) -> int:
     for key in CODED:
         crc = zlib.crc32(tensors[key].contiguous().numpy().tobytes(), crc)
     return crc
-
-
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_compressed(model: nn.Module, directory: str | os.PathLike) -> Path:
@@ -107,9 +96,9 @@ def save_compressed(model: nn.Module, directory: str | os.PathLike) -> Path:
     config = getattr(model, "config", None)
     if config is not None and hasattr(config, "to_json_string"):
         manifest["hf_architecture"] = type(model).__name__
-        _atomic_write(out / "config.json", lambda p: Path(p).write_text(config.to_json_string()))
-    _atomic_write(out / WEIGHTS, lambda p: save_file(tensors, p, metadata={"format": FORMAT}))
-    _atomic_write(out / MANIFEST, lambda p: Path(p).write_text(json.dumps(manifest, indent=1)))
+        atomic_write(out / "config.json", lambda p: Path(p).write_text(config.to_json_string()))
+    atomic_write(out / WEIGHTS, lambda p: save_file(tensors, p, metadata={"format": FORMAT}))
+    atomic_write(out / MANIFEST, lambda p: Path(p).write_text(json.dumps(manifest, indent=1)))
     return out
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -34,6 +34,7 @@ from icml26.entquant.baselines import BASELINES, gptq_layers, missing_baselines
 from icml26.entquant.layers import quantize, target_linears
 from icml26.entquant.storage import bits_per_param, load_compressed, save_compressed
 from icml26.entquant.verdict import RATE
+from icml26.testing.command import DemoOptions
 
 MODELS = ("tiny-gpt", "minilm", "smollm2")
 
@@ -42,13 +43,11 @@ PARAMS_70B = 70e9
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """EntQuant's lambda sweep vs RTN / NF4 / HQQ: bits per parameter vs quality, and speed."""
+class DemoConfig(DemoOptions):
+    """EntQuant's lambda sweep vs RTN / NF4 / HQQ: bits per parameter vs quality, and speed.
 
-    quick: bool = False
-    """Tiny budgets: finishes in seconds (numbers are not meaningful)."""
-    out: Path | None = None
-    """Run folder (default runs/entquant/<timestamp>)."""
+    ``--quick``: tiny budgets: finishes in seconds (numbers are not meaningful)."""
+
     seed: int = 0
     """Seed of the tiny GPT's initialisation and training."""
     models: tuple[str, ...] = ("tiny-gpt",)
@@ -89,14 +88,9 @@ class DemoConfig:
     """Held-out sentences for MiniLM's embedding cosine and retrieval agreement."""
     keep_checkpoints: bool = False
     """Keep the compressed checkpoints in the run folder (they are deleted after measuring)."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
-    def resolved(self) -> DemoConfig:
-        if not self.quick:
-            return self
-        return replace(
-            self,
+    def quick_settings(self) -> dict:
+        return dict(
             lambdas=(0.0, 14.5),
             # HQQ and NF4 cost ~10 s of imports and set-up each: RTN-3 alone unless asked for
             baselines=("RTN-3",) if self.baselines == tuple(BASELINES) else self.baselines,

@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 from icml26.testing.timing import best_time, torch_threads
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Seconds per GRPO step: LRPO's router against plain GRPO and UCB1, as ratios."""
 
     steps: int = 3
@@ -28,8 +29,6 @@ class BenchConfig:
     n_embd: int = 64
     repeats: int = 3
     """Best of this many timings."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def validate(self) -> None:
         values = (self.steps, self.questions_per_step, self.n_layer, self.n_embd, self.repeats)

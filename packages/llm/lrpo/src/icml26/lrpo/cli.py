@@ -13,11 +13,11 @@ from typing import Literal
 from icml26.lrpo.bench import BenchConfig, run_bench
 from icml26.lrpo.demo import run_demo
 from icml26.lrpo.study import DemoConfig
-from icml26.testing.command import dispatch
+from icml26.testing.command import DeviceOption, dispatch
 
 
 @dataclass(frozen=True)
-class PretrainCli:
+class PretrainCli(DeviceOption):
     """Pretrain the character GPT on the task (unequal data per language) and save it."""
 
     out: Path = Path("runs/lrpo/pretrained")
@@ -25,11 +25,10 @@ class PretrainCli:
     batch: int = 64
     lr: float = 3e-3
     seed: int = 0
-    device: str = "cpu"
 
 
 @dataclass(frozen=True)
-class TrainCli:
+class TrainCli(DeviceOption):
     """GRPO with multilingual groups from a pretrained character GPT; saves policy + router."""
 
     init: Path = Path("runs/lrpo/pretrained")
@@ -47,17 +46,15 @@ class TrainCli:
     save_every: int = 10
     resume: bool = False
     """Continue from the checkpoint in --out."""
-    device: str = "cpu"
 
 
 @dataclass(frozen=True)
-class EvaluateCli:
+class EvaluateCli(DeviceOption):
     """Held-out accuracy of a policy, each question answered greedily in its own language."""
 
     checkpoint: Path = Path("runs/lrpo/train/policy")
     """A policy folder (``train``'s ``<out>/policy`` or ``pretrain``'s ``<out>``)."""
     test_per_cell: int = 20
-    device: str = "cpu"
 
 
 def run_pretrain(cfg: PretrainCli) -> Path:
@@ -126,16 +123,15 @@ def run_evaluate(cfg: EvaluateCli) -> dict:
     return report
 
 
+DESCRIPTION = "LRPO: language-routed policy optimisation with a bandit language router."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "pretrain": (PretrainCli, run_pretrain),
+    "train": (TrainCli, run_train),
+    "evaluate": (EvaluateCli, run_evaluate),
+    "bench": (BenchConfig, run_bench),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-lrpo",
-        "LRPO: language-routed policy optimisation with a bandit language router.",
-        {
-            "demo": (DemoConfig, run_demo),
-            "pretrain": (PretrainCli, run_pretrain),
-            "train": (TrainCli, run_train),
-            "evaluate": (EvaluateCli, run_evaluate),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-    )
+    return dispatch("icml26-lrpo", DESCRIPTION, COMMANDS, argv)

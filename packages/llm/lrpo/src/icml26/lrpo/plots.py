@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from icml26.testing.files import save_figure
+
 
 def plot_study(results: dict, path: str | Path) -> Path:
     """Top row: (a) mean and worst-language held-out accuracy per arm (bars, seed std);
@@ -55,6 +57,5 @@ def plot_study(results: dict, path: str | Path) -> Path:
         ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return path

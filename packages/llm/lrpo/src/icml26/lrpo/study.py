@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import copy
 import random
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
@@ -34,6 +33,7 @@ from icml26.lrpo.data import TOPICS, heldout_questions, split_items
 from icml26.lrpo.policy import CharGPT, GPTConfig
 from icml26.lrpo.train import GRPOConfig, PretrainConfig, evaluate, pretrain, train_grpo
 from icml26.lrpo.verdict import PLANTED_MASS
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -49,8 +49,10 @@ PLANTED_STEPS = 100
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """LRPO vs original-language, uniform, UCB and EXP3 routing at one rollout budget."""
+class DemoConfig(DemoOptions):
+    """LRPO vs original-language, uniform, UCB and EXP3 routing at one rollout budget.
+
+    ``--quick``: smoke run: one seed, a few steps, a few test questions."""
 
     seeds: int = 5
     """Seeds: each pretrains its own starting policy, shared by that seed's arms."""
@@ -69,12 +71,6 @@ class DemoConfig:
     beta: float = 0.001
     test_per_cell: int = 20
     """Held-out operand keys per topic (each asked in every language)."""
-    quick: bool = False
-    """Smoke run: one seed, a few steps, a few test questions."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N."""
-    out: Path | None = None
-    """Run folder (default runs/lrpo/<timestamp>)."""
 
     def check(self) -> None:
         """ValueError naming the flag when a setting is out of range (run before any work)."""
@@ -89,10 +85,8 @@ class DemoConfig:
         GRPOConfig(steps=self.steps, questions_per_step=self.questions_per_step, G=self.G,
                    orig_min=self.orig_min, lr=self.lr, beta=self.beta).check()  # fmt: skip
 
-    def effective(self) -> DemoConfig:
-        if not self.quick:
-            return self
-        return replace(self, seeds=1, pretrain_steps=10, steps=2, questions_per_step=2,
+    def quick_settings(self) -> dict:
+        return dict(seeds=1, pretrain_steps=10, steps=2, questions_per_step=2,
                        test_per_cell=1)  # fmt: skip
 
 
@@ -130,7 +124,7 @@ def _mass(router, topic: str) -> float:
 def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
     """Pretrain per seed, run every arm from it, evaluate on held-out questions."""
     cfg.check()
-    cfg = cfg.effective()
+    cfg = cfg.resolved()
     device = resolve_device(cfg.device)
     split = split_items(seed=0)
     test = heldout_questions(split, per_cell=cfg.test_per_cell, seed=0)

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from icml26.kernels.attention import softmax_attention
 from icml26.kernels.lucid import lucid_attention, lucid_decode, lucid_solve
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 
 DECODE_CALLS = 20
@@ -23,7 +24,7 @@ DECODE_CALLS = 20
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Time (and, on CUDA, peak memory) of LUCID vs SDPA across sequence lengths."""
 
     seq_lens: tuple[int, ...] | None = None
@@ -38,8 +39,6 @@ class BenchConfig:
     """Head dimension."""
     repeats: int = 3
     """Timed repetitions (the best is kept)."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def _time(fn, repeats: int, device: str) -> tuple[float, float]:

@@ -8,14 +8,12 @@ from icml26.lucid.demo import run_demo
 from icml26.lucid.study import DemoConfig
 from icml26.testing.command import dispatch
 
+DESCRIPTION = "LUCID attention (arXiv 2602.10410): demo and benchmark."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "bench": (BenchConfig, run_bench),
+}
+
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-lucid",
-        "LUCID attention (arXiv 2602.10410): demo and benchmark.",
-        {
-            "demo": (DemoConfig, run_demo),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-    )
+    return dispatch("icml26-lucid", DESCRIPTION, COMMANDS, argv)

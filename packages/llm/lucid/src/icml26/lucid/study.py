@@ -29,15 +29,15 @@ compared against temperatures 1 and 0.5 only.
 import os
 import statistics
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing import get_context
-from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
 from icml26.lucid.tasks import correlated_keys_probe
 from icml26.lucid.train import train_char_lm, train_mqar
+from icml26.testing.command import DemoOptions
 
 KINDS = ("softmax", "lucid")
 
@@ -54,13 +54,11 @@ MEAN = "mean steps to solve (unsolved = budget)"
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """LUCID vs softmax: correlated-keys probe, MQAR grid, multi-needle retrieval, character LM."""
+class DemoConfig(DemoOptions):
+    """LUCID vs softmax: correlated-keys probe, MQAR grid, multi-needle retrieval, character LM.
 
-    quick: bool = False
-    """Tiny budgets: finishes in seconds (numbers are not meaningful)."""
-    out: Path | None = None
-    """Run folder (default runs/lucid/<timestamp>)."""
+    ``--quick``: tiny budgets: finishes in seconds (numbers are not meaningful)."""
+
     seed: int = 0
     """First seed; training runs use seed, seed+1, ..."""
     workers: int = 0
@@ -117,14 +115,9 @@ class DemoConfig:
     """Seeds of the character LM per attention kind."""
     rope_base: float = 10000.0
     """Base of the rotary position embeddings (Llama's), wherever rotary positions are used."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
-    def resolved(self) -> "DemoConfig":
-        if not self.quick:
-            return self
-        return replace(
-            self,
+    def quick_settings(self) -> dict:
+        return dict(
             probe_sizes=(1, 4, 16),
             probe_trials=8,
             probe_query_noise=(0.05, 0.3),

@@ -19,13 +19,14 @@ import torch
 
 from icml26.kernels.santa import santa_decode
 from icml26.santa.attention import operating_point
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Decode-step time and bytes read vs context length and S, SANTA vs dense SDPA."""
 
     contexts: tuple[int, ...] = (1024, 4096, 16384, 32768)
@@ -42,8 +43,6 @@ class BenchConfig:
     repeats: int = 5
     """timed runs after a warm-up; the minimum counts"""
     threads: int = 1
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     """auto: bf16 on CUDA, float32 on the CPU"""
 

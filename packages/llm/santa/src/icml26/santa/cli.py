@@ -8,14 +8,12 @@ from icml26.santa.demo import run_demo
 from icml26.santa.study import DemoConfig
 from icml26.testing.command import dispatch
 
+DESCRIPTION = "SANTA sampled value aggregation for decode attention (arXiv 2605.01910)."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "bench": (BenchConfig, run_bench),
+}
+
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-santa",
-        "SANTA sampled value aggregation for decode attention (arXiv 2605.01910).",
-        {
-            "demo": (DemoConfig, run_demo),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-    )
+    return dispatch("icml26-santa", DESCRIPTION, COMMANDS, argv)

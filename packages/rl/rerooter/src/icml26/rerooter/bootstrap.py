@@ -42,9 +42,10 @@ from tqdm.auto import tqdm
 from icml26.rerooter.baselines import lts, phs_star
 from icml26.rerooter.environment import Environment, replay
 from icml26.rerooter.evaluators import Evaluator, NetEvaluator
-from icml26.rerooter.model import TwoHeadedConvNet, atomic_save_tensors, atomic_write_text
+from icml26.rerooter.model import TwoHeadedConvNet, atomic_save_tensors
 from icml26.rerooter.rerooters import ClusterRerooter, HeuristicRerooter, MixedRerooter
 from icml26.rerooter.search import SearchResult, sqrt_lts
+from icml26.testing.files import atomic_write_text
 
 Method = Literal["lts", "phs_star", "sqrt_lts_h", "sqrt_lts_l", "sqrt_lts_lh"]
 METHODS: tuple[str, ...] = ("lts", "phs_star", "sqrt_lts_h", "sqrt_lts_l", "sqrt_lts_lh")

@@ -11,17 +11,15 @@ from icml26.rerooter.study import DemoConfig
 from icml26.rerooter.train import EvaluateConfig, TrainConfig, run_evaluate, run_train
 from icml26.testing.command import dispatch
 
+DESCRIPTION = "√LTS tree search with learned rerooters, LTS and PHS* (ICML 2026)."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "train": (TrainConfig, run_train),
+    "evaluate": (EvaluateConfig, run_evaluate),
+    "bench": (BenchConfig, run_bench),
+    "bound": (BoundConfig, run_bound),
+}
+
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-rerooter",
-        "√LTS tree search with learned rerooters, LTS and PHS* (ICML 2026).",
-        {
-            "demo": (DemoConfig, run_demo),
-            "train": (TrainConfig, run_train),
-            "evaluate": (EvaluateConfig, run_evaluate),
-            "bench": (BenchConfig, run_bench),
-            "bound": (BoundConfig, run_bound),
-        },
-        argv,
-    )
+    return dispatch("icml26-rerooter", DESCRIPTION, COMMANDS, argv)

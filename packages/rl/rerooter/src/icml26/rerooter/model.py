@@ -8,13 +8,14 @@ Weights are stored as safetensors plus a JSON config.
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
+
+from icml26.testing.files import atomic_write, atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -102,17 +103,6 @@ class TwoHeadedConvNet(nn.Module):
         return net
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file and a rename: never a half-written file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def atomic_save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
     """safetensors ``save_file`` through a temp file and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    save_file(tensors, tmp)
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: save_file(tensors, tmp))

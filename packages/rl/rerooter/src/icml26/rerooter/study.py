@@ -34,7 +34,7 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +52,7 @@ from icml26.rerooter.environment import is_solution
 from icml26.rerooter.evaluators import NetEvaluator, UniformPolicy
 from icml26.rerooter.model import ConvNetConfig, TwoHeadedConvNet
 from icml26.rerooter.sokoban import bundled_levels, load_boxoban
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -61,13 +62,12 @@ CURVE_POINTS = 200
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """√LTS with rerooters vs LTS and PHS* on Boxoban: search only, then online training."""
+class DemoConfig(DemoOptions):
+    """√LTS with rerooters vs LTS and PHS* on Boxoban: search only, then online training.
 
-    quick: bool = False
-    """Few levels, small budgets, 2 seeds: finishes in seconds (numbers are not meaningful)."""
-    out: Path | None = None
-    """Run folder (default runs/rerooter/<timestamp>)."""
+    ``--quick``: few levels, small budgets, 2 seeds: finishes in seconds (numbers are not
+    meaningful)."""
+
     seed: int = 0
     """First seed; (b) runs seeds seed, seed+1, ... (initial weights, level order, minibatches)."""
     seeds: int = 3
@@ -109,14 +109,9 @@ class DemoConfig:
     """Run part (a) only."""
     plot: bool = True
     """Save solved.png (search-only bars, the online training curves, the trained networks)."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N (where the networks of (b) run)"""
 
-    def resolved(self) -> "DemoConfig":
-        if not self.quick:
-            return self
-        return replace(
-            self,
+    def quick_settings(self) -> dict:
+        return dict(
             seeds=min(self.seeds, 2),
             test_levels=min(self.test_levels, 6),
             search_budget=min(self.search_budget, 2000),

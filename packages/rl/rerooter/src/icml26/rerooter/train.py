@@ -23,11 +23,12 @@ from icml26.rerooter.bootstrap import (
 from icml26.rerooter.evaluators import NetEvaluator
 from icml26.rerooter.model import ConvNetConfig, TwoHeadedConvNet
 from icml26.rerooter.sokoban import bundled_levels, load_boxoban
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(DeviceOption):
     """Bootstrap-train a two-headed network on Boxoban levels; checkpoints go to ``out``."""
 
     out: Path
@@ -52,12 +53,10 @@ class TrainConfig:
     """Initial weights and minibatch order."""
     resume: bool = False
     """Continue from the checkpoint in ``out``."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 @dataclass(frozen=True)
-class EvaluateConfig:
+class EvaluateConfig(DeviceOption):
     """Search Boxoban levels with a trained network and report problems solved."""
 
     checkpoint: Path
@@ -70,8 +69,6 @@ class EvaluateConfig:
     """Number of levels from the start of the file."""
     budget: int = 4000
     """Expansion budget per level."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def _maybe_init_distributed(device: str) -> tuple[bool, str]:

@@ -10,10 +10,11 @@ import numpy as np
 import torch
 
 from icml26.tactic.baselines import ARMS
+from icml26.testing.command import DeviceOption
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Throughput of the game and of each learner's update (batch of episodes, one process)."""
 
     num_envs: int = 64
@@ -21,7 +22,6 @@ class BenchConfig:
     repeats: int = 20
     threads: int = 1
     """torch threads (1 gives steadier ratios on a shared CPU)."""
-    device: str = "auto"
 
 
 def _time(fn, repeats: int, sync) -> float:

@@ -13,11 +13,11 @@ from icml26.tactic.baselines import ARMS
 from icml26.tactic.bench import BenchConfig, run_bench
 from icml26.tactic.demo import run_demo
 from icml26.tactic.study import DemoConfig
-from icml26.testing.command import dispatch
+from icml26.testing.command import DeviceOption, dispatch
 
 
 @dataclass(frozen=True)
-class TrainCli:
+class TrainCli(DeviceOption):
     """Train one arm on the shifting-dependency game; checkpoints (safetensors + JSON) go to
     ``--out`` every ``--save-every`` steps and at the end."""
 
@@ -34,7 +34,6 @@ class TrainCli:
     save_every: int = 10_000
     resume: bool = False
     """Continue the run in --out from its checkpoint."""
-    device: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -101,16 +100,16 @@ def evaluate_cli(cfg: EvaluateCli) -> None:
     print(json.dumps({k: v for k, v in m.items() if isinstance(v, float)}, indent=1))
 
 
+DESCRIPTION = "TACTIC: trajectory-abstraction-conditioned sparse coordination graphs."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "train": (TrainCli, train_cli),
+    "evaluate": (EvaluateCli, evaluate_cli),
+    "bench": (BenchConfig, run_bench),
+}
+ERRORS = (ValueError, FileNotFoundError, ImportError)
+"""The exceptions that end as one line and exit 2 (a mistake the user can fix)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-tactic",
-        "TACTIC: trajectory-abstraction-conditioned sparse coordination graphs.",
-        {
-            "demo": (DemoConfig, run_demo),
-            "train": (TrainCli, train_cli),
-            "evaluate": (EvaluateCli, evaluate_cli),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-        errors=(ValueError, FileNotFoundError, ImportError),
-    )
+    return dispatch("icml26-tactic", DESCRIPTION, COMMANDS, argv, errors=ERRORS)

@@ -33,7 +33,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     from icml26.tactic.plots import plot_curves, plot_edges
 
     cfg.check()
-    eff = cfg.effective()
+    eff = cfg.resolved()
     out = run_folder(cfg.out, "tactic")
     t0 = time.perf_counter()
     raw = experiment(cfg)

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
-
-def _save(fig, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.partial.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+from icml26.testing.files import save_figure
 
 
 def plot_curves(curves: dict[str, list[list[dict]]], path: Path, metric: str) -> None:
@@ -43,7 +34,7 @@ def plot_curves(curves: dict[str, list[list[dict]]], path: Path, metric: str) ->
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_edges(edge_counts: dict[str, list[list[int]]], path: Path,
@@ -94,4 +85,4 @@ def plot_edges(edge_counts: dict[str, list[list[int]]], path: Path,
     fig.suptitle("edges kept per task type (width: share of steps; green dashes: required "
                  "pairs)", fontsize=9)  # fmt: skip
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)

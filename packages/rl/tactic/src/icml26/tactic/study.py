@@ -10,22 +10,24 @@ how often each edge is kept under each task type.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from tqdm.auto import tqdm
 
 from icml26.tactic.baselines import ARMS
 from icml26.tactic.verdict import SUMO_ARMS
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """TACTIC vs CASEC, DCG, QMIX, VDN and ablations at equal environment steps."""
+class DemoConfig(DemoOptions):
+    """TACTIC vs CASEC, DCG, QMIX, VDN and ablations at equal environment steps.
+
+    ``--quick``: smoke run: one seed, a few hundred steps."""
 
     env: Literal["game", "sumo"] = "game"
     """game: the shifting-dependency game; sumo: SUMO 2x2grid traffic signals (needs the
@@ -38,12 +40,6 @@ class DemoConfig:
     """Environment steps (agent decisions of 5 s each) per arm and seed on SUMO."""
     sumo_seconds: int = 1800
     """Simulated seconds per SUMO episode."""
-    quick: bool = False
-    """Smoke run: one seed, a few hundred steps."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N."""
-    out: Path | None = None
-    """Run folder (default runs/tactic/<timestamp>)."""
 
     def check(self) -> None:
         if not self.quick and self.seeds < 2:
@@ -57,10 +53,8 @@ class DemoConfig:
         if not arms:
             raise ValueError("--arms must name at least one arm")
 
-    def effective(self) -> DemoConfig:
-        if not self.quick:
-            return self
-        return replace(self, seeds=1, steps=480, sumo_steps=72, sumo_seconds=360)
+    def quick_settings(self) -> dict:
+        return dict(seeds=1, steps=480, sumo_steps=72, sumo_seconds=360)
 
 
 def train_config(cfg: DemoConfig, seed: int, device: str):
@@ -90,7 +84,7 @@ def experiment(cfg: DemoConfig, progress: bool = True) -> dict:
     from icml26.tactic.train import train
 
     cfg.check()
-    cfg = cfg.effective()
+    cfg = cfg.resolved()
     device = resolve_device(cfg.device)
     if cfg.env == "sumo":
         return _sumo_experiment(cfg, device, progress)

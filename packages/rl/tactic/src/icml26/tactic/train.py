@@ -41,6 +41,8 @@ from tqdm.auto import tqdm
 
 from icml26.tactic.abstraction import ClassPredictor, fit_classes, train_predictor
 from icml26.tactic.learner import Learner, LearnerConfig, flat_steps
+from icml26.testing.command import DeviceOption
+from icml26.testing.results import resolve_device
 
 __all__ = [
     "EpisodeBuffer",
@@ -53,7 +55,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(DeviceOption):
     """Trainer settings (PyMARL conventions; steps count environment steps over all envs)."""
 
     steps: int = 40_000
@@ -85,7 +87,6 @@ class TrainConfig:
     final_eval_episodes: int = 256
     save_every: int = 10_000
     seed: int = 0
-    device: str = "cpu"
 
     def check(self) -> None:
         if min(self.steps, self.num_envs, self.updates_per_rollout, self.batch, self.buffer,
@@ -183,7 +184,7 @@ class _Run:
         self.n, self.A, self.T = env.n_agents, env.n_actions, env.episode_limit
         in_dim = env.obs_dim + self.n + self.A
         torch.manual_seed(cfg.seed)  # identical initial weights on every rank
-        dev = torch.device(cfg.device)
+        dev = torch.device(resolve_device(cfg.device))
         self.dev = dev
         K = cfg.n_classes
         self.learner = Learner(lcfg, self.n, self.A, in_dim, env.state_dim, K).to(dev)

@@ -8,14 +8,12 @@ from icml26.td.demo import run_demo
 from icml26.td.study import DemoConfig
 from icml26.testing.command import dispatch
 
+DESCRIPTION = "TD(0) with exponential step sizes (arXiv 2603.02577)."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "bench": (BenchConfig, run_bench),
+}
+
 
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-td",
-        "TD(0) with exponential step sizes (arXiv 2603.02577).",
-        {
-            "demo": (DemoConfig, run_demo),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-    )
+    return dispatch("icml26-td", DESCRIPTION, COMMANDS, argv)

@@ -6,14 +6,14 @@ Both read the demo's measurements (``experiment()``, also the results file):
 """
 
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+
+from icml26.testing.files import save_figure
 
 STYLE = {
     "method": dict(color="C3", lw=2.5, marker="o"),
@@ -29,14 +29,6 @@ STYLE = {
     ),
     "no reg": dict(color="C1", lw=1.2, ls=":", marker="x", label="exponential, no regularisation"),
 }
-
-
-def _save(fig, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, path)
 
 
 def _means(rows: list[dict]) -> list[float]:
@@ -87,7 +79,7 @@ def plot_error_vs_T(measured: dict, path: Path) -> None:
         bbox_to_anchor=(0.5, -0.05),
     )
     fig.suptitle("TD(0) error vs horizon (mean over seeds; first chain of each setting)")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_eta0_sweep(measured: dict, path: Path) -> None:
@@ -124,4 +116,4 @@ def plot_eta0_sweep(measured: dict, path: Path) -> None:
             ax.set_ylabel("error at T (diverged: off the plot)")
         ax.legend(fontsize=7)
     fig.suptitle("Sensitivity to the step-size scale")
-    _save(fig, path)
+    save_figure(fig, path)

@@ -27,7 +27,6 @@ regularisation constant is swept (``lambda = c / sqrt(T)``) and the bias floor
 
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -37,19 +36,18 @@ from icml26.td.gym_problems import gymnasium_mrp
 from icml26.td.problems import MarkovRewardProcess, boyan_chain, garnet_mdp
 from icml26.td.rates import loglog_slope
 from icml26.td.td import td0_grid
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """Exponential step sizes against tuned schedules and prior work's fixes: rates over T."""
+class DemoConfig(DemoOptions):
+    """Exponential step sizes against tuned schedules and prior work's fixes: rates over T.
 
-    quick: bool = False
-    """Two problems, T up to 1e4: finishes in seconds (a smoke test, no verdict)."""
-    out: Path | None = None
-    """Run folder (default runs/td/<timestamp>)."""
+    ``--quick``: two problems, T up to 1e4: finishes in seconds (a smoke test, no verdict)."""
+
     seed: int = 0
     """Seeds the Garnet chains and the sample streams."""
     runs: int = 10
@@ -95,14 +93,9 @@ class DemoConfig:
     """Also run Boyan's chain, a lazy (slow-mixing) Garnet and FrozenLake (Markov, T = 1e5)."""
     plot: bool = True
     """Save the PNG plots."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
-    def resolved(self) -> "DemoConfig":
-        if not self.quick:
-            return self
-        return replace(
-            self,
+    def quick_settings(self) -> dict:
+        return dict(
             gammas=(0.9,),
             omegas=(0.02, 0.002),
             chains=1,

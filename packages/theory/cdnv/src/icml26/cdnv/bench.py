@@ -27,11 +27,12 @@ from pathlib import Path
 
 import torch
 
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Time and peak memory of the streamed statistics vs per-class covariances."""
 
     classes: tuple[int, ...] = (100, 1000)
@@ -51,8 +52,6 @@ class BenchConfig:
     to start; the CPU peaks are then cumulative)."""
     out: Path | None = None
     """JSON report (default runs/cdnv/bench-<timestamp>.json)."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def resolved(self) -> "BenchConfig":
         if not self.quick:

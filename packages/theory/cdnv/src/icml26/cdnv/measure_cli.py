@@ -17,11 +17,12 @@ from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.measures import cdnv, directional_cdnv
 from icml26.cdnv.metric import collapse_ratio
 from icml26.cdnv.stats import class_stats
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 
 
 @dataclass(frozen=True)
-class MeasureConfig:
+class MeasureConfig(DeviceOption):
     """Measure V, V~, few-shot NCC error and its bound on features saved with numpy.savez."""
 
     path: tyro.conf.Positional[Path]
@@ -30,8 +31,6 @@ class MeasureConfig:
     episodes: int = 100
     convention: str = "sum"
     """'sum' (default) or 'mean' (Galanti et al. 2022: divided by 2)."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
 
 def run_measure(cfg: MeasureConfig) -> dict:

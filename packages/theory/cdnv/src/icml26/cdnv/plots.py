@@ -1,7 +1,5 @@
 """The demo's figures."""
 
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -10,13 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-
-def _save(fig, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, path)
+from icml26.testing.files import save_figure
 
 
 def _band(rows: list, key) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -53,7 +45,7 @@ def plot_dynamics(r: dict, path: Path) -> None:
             ax.grid(alpha=0.3)
         axes[0, j].legend(fontsize=8)
     fig.suptitle("lines: mean over seeds; bands: min-max", fontsize=9)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_fewshot(r: dict, path: Path) -> None:
@@ -92,7 +84,7 @@ def plot_fewshot(r: dict, path: Path) -> None:
             ax.grid(alpha=0.3, which="both")
     fig.legend(fontsize=7, ncol=len(encoders), loc="outside lower center")
     fig.suptitle("error (solid), authors' bound (dashed), reconstruction (dotted); mean over seeds")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_cosines(r: dict, path: Path) -> None:
@@ -121,4 +113,4 @@ def plot_cosines(r: dict, path: Path) -> None:
     ax.set_ylabel("mean off-diagonal |cos|")
     ax.set_title("decision axes of independent tasks (dots: seeds)")
     ax.legend(fontsize=8)
-    _save(fig, path)
+    save_figure(fig, path)

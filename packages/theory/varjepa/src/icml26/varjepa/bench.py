@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 import torch
 
+from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 from icml26.testing.timing import best_time, torch_threads
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(DeviceOption):
     """Var-T-JEPA's pretraining step and embedding against T-JEPA's, as ratios."""
 
     dataset: str = "breast_cancer"
@@ -25,8 +26,6 @@ class BenchConfig:
     depth: int = 2
     repeats: int = 3
     """Best of this many timings."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N"""
 
     def validate(self) -> None:
         if min(self.steps, self.batch_size, self.dim, self.depth, self.repeats) < 1:

@@ -11,14 +11,14 @@ from typing import Literal
 
 import tyro
 
-from icml26.testing.command import dispatch
+from icml26.testing.command import DeviceOption, dispatch
 from icml26.varjepa.bench import BenchConfig, run_bench
 from icml26.varjepa.demo import run_demo
 from icml26.varjepa.study import DemoConfig
 
 
 @dataclass(frozen=True)
-class TrainCli:
+class TrainCli(DeviceOption):
     """Pretrain Var-T-JEPA (or T-JEPA) on a CSV file or a bundled table; save a checkpoint."""
 
     out: Path
@@ -43,11 +43,10 @@ class TrainCli:
     resume: bool = False
     """Continue from the checkpoint in --out."""
     checkpoint_every: int = 0
-    device: str = "auto"
 
 
 @dataclass(frozen=True)
-class EvaluateCli:
+class EvaluateCli(DeviceOption):
     """Probe a saved checkpoint's embeddings against the raw columns on a labelled table."""
 
     checkpoint: tyro.conf.Positional[Path]
@@ -57,7 +56,6 @@ class EvaluateCli:
     csv: Path | None = None
     table: str | None = None
     seed: int = 0
-    device: str = "auto"
 
 
 def _check_source(csv: Path | None, table: str | None) -> None:
@@ -103,8 +101,9 @@ def _init_distributed(device: str) -> tuple[int, bool]:
 def run_train(cfg: TrainCli) -> Path:
     import torch
 
+    from icml26.testing.files import atomic_write
     from icml26.testing.results import resolve_device
-    from icml26.varjepa.model import TJEPA, ModelConfig, VarTJEPA, atomic_write
+    from icml26.varjepa.model import TJEPA, ModelConfig, VarTJEPA
     from icml26.varjepa.tokenizer import FeatureTokenizer
     from icml26.varjepa.train import TrainConfig, pretrain
 
@@ -180,15 +179,14 @@ def run_evaluate(cfg: EvaluateCli) -> dict:
     return out
 
 
+DESCRIPTION = "Var-JEPA for tabular data (arXiv 2603.20111)."
+COMMANDS = {
+    "demo": (DemoConfig, run_demo),
+    "train": (TrainCli, run_train),
+    "evaluate": (EvaluateCli, run_evaluate),
+    "bench": (BenchConfig, run_bench),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    return dispatch(
-        "icml26-varjepa",
-        "Var-JEPA for tabular data (arXiv 2603.20111).",
-        {
-            "demo": (DemoConfig, run_demo),
-            "train": (TrainCli, run_train),
-            "evaluate": (EvaluateCli, run_evaluate),
-            "bench": (BenchConfig, run_bench),
-        },
-        argv,
-    )
+    return dispatch("icml26-varjepa", DESCRIPTION, COMMANDS, argv)

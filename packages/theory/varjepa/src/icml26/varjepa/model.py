@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from icml26.testing.files import atomic_write
 from icml26.varjepa.elbo import (
     ElboTerms,
     elbo_terms,
@@ -115,19 +115,6 @@ class _Predictor(nn.Module):
         h_tgt = self.mask_token + self.pos[masks.target]  # (B, n_T, p)
         h = self.body(torch.cat([h_ctx, h_tgt], dim=1))
         return self.proj_out(h[:, -n_t:])
-
-
-def atomic_write(path: Path, write) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then move it into place: a
-    crash leaves the old file or none, never half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class _Pretrained(nn.Module):

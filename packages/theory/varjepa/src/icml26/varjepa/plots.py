@@ -10,6 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from icml26.testing.files import save_figure
+
 COLOURS = {
     "Var-T-JEPA": "tab:red",
     "T-JEPA [REG]": "tab:blue",
@@ -36,8 +38,7 @@ def _f1(run: dict, name: str) -> float:
 
 def _save(fig, path: Path):
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_probes(results: dict, path: Path):

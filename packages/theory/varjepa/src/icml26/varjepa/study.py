@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
+from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
 )
@@ -39,15 +39,11 @@ MODELS = ("Var-T-JEPA", "T-JEPA [REG]", "T-JEPA")
 
 
 @dataclass(frozen=True)
-class DemoConfig:
-    """Var-T-JEPA vs T-JEPA (with and without [REG]) vs raw-feature baselines, over seeds."""
+class DemoConfig(DemoOptions):
+    """Var-T-JEPA vs T-JEPA (with and without [REG]) vs raw-feature baselines, over seeds.
 
-    quick: bool = False
-    """One small table, one seed, a few steps: a smoke test in under a minute."""
-    out: Path | None = None
-    """Run folder (default runs/varjepa/<timestamp>)."""
-    device: str = "auto"
-    """auto (CUDA when present), cpu, cuda, cuda:N."""
+    ``--quick``: one small table, one seed, a few steps: a smoke test in under a minute."""
+
     datasets: tuple[str, ...] = ("breast_cancer", "credit_data", "wa_churn", "digits")
     """Bundled tables (see ``icml26.varjepa.data.TABLES``)."""
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -72,13 +68,8 @@ class DemoConfig:
     log_every: int = 50
     """Steps between RankMe measurements."""
 
-    def resolved(self) -> DemoConfig:
-        """The settings a --quick run actually uses."""
-        if not self.quick:
-            return self
-        from dataclasses import replace
-
-        return replace(self, datasets=("breast_cancer",), seeds=(0,), steps=20, log_every=10)
+    def quick_settings(self) -> dict:
+        return dict(datasets=("breast_cancer",), seeds=(0,), steps=20, log_every=10)
 
 
 def _check(cfg: DemoConfig) -> None:

@@ -20,8 +20,9 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from tqdm.auto import tqdm
 
+from icml26.testing.files import atomic_write
 from icml26.varjepa.masks import sample_masks
-from icml26.varjepa.model import TJEPA, VarTJEPA, atomic_write
+from icml26.varjepa.model import TJEPA, VarTJEPA
 from icml26.varjepa.tokenizer import EncodedRows
 
 
