@@ -19,7 +19,7 @@ LANGS = ("en", "de", "fr")
 
 
 def router(**kw) -> LanguageRouter:
-    return LanguageRouter(LANGS, RouterSchedule(update_every=1, **kw))
+    return LanguageRouter(LANGS, RouterSchedule(update_every=1, **kw), topics=None)
 
 
 def test_update_matches_hand_computed_zscore_and_ema():

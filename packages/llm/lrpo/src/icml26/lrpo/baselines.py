@@ -9,7 +9,7 @@ import math
 import random
 from collections import defaultdict
 
-from icml26.lrpo.data import LANGUAGES, check_language
+from icml26.lrpo.data import LANGUAGES, TOPICS, check_language
 from icml26.lrpo.router import LanguageRouter, _check_reward, _Router, softmax
 
 
@@ -19,9 +19,11 @@ class OriginalRouter(_Router):
     name = "original"
 
     def sample(self, topic: str, language: str, rng: random.Random, region=None) -> str:
+        self._topic(topic)
         return check_language(language)
 
     def probabilities(self, topic: str, region=None) -> list[float]:
+        self._topic(topic)
         raise ValueError("OriginalRouter has no distribution over languages: it copies the "
                          "question's language")  # fmt: skip
 
@@ -32,6 +34,7 @@ class UniformRouter(_Router):
     name = "uniform"
 
     def probabilities(self, topic: str, region=None) -> list[float]:
+        self._topic(topic)
         return [1 / len(self.languages)] * len(self.languages)
 
 
@@ -43,8 +46,8 @@ class UCBRouter(_Router):
 
     name = "ucb"
 
-    def __init__(self, languages=LANGUAGES, c: float = 1.0):
-        super().__init__(languages)
+    def __init__(self, languages=LANGUAGES, c: float = 1.0, *, topics=TOPICS):
+        super().__init__(languages, topics=topics)
         if not c >= 0:
             raise ValueError(f"c must be >= 0, got {c}")
         self.c = c
@@ -66,12 +69,14 @@ class UCBRouter(_Router):
         return out
 
     def probabilities(self, topic: str, region=None) -> list[float]:
+        self._topic(topic)
         s = self._scores(topic)
         top = max(s)
         winners = [i for i, x in enumerate(s) if x == top]
         return [1 / len(winners) if i in winners else 0.0 for i in range(len(s))]
 
     def sample(self, topic: str, language: str, rng: random.Random, region=None) -> str:
+        self._topic(topic)
         check_language(language)
         choice = rng.choices(self.languages, self.probabilities(topic))[0]
         self._pending[topic][self._index(choice)] += 1
@@ -79,6 +84,7 @@ class UCBRouter(_Router):
 
     def observe(self, topic: str, language: str, reward: float, region=None,
                 routed: bool = True) -> None:  # fmt: skip
+        self._topic(topic)
         i = self._index(language)  # any sample of a language's reward informs its mean
         self.counts[topic][i] += 1
         self.sums[topic][i] += _check_reward(reward)
@@ -107,8 +113,8 @@ class EXP3Router(_Router):
 
     name = "exp3"
 
-    def __init__(self, languages=LANGUAGES, gamma: float = 0.3):
-        super().__init__(languages)
+    def __init__(self, languages=LANGUAGES, gamma: float = 0.3, *, topics=TOPICS):
+        super().__init__(languages, topics=topics)
         if not 0 < gamma <= 1:
             raise ValueError(f"gamma must be in (0, 1], got {gamma}")
         self.gamma = gamma
@@ -116,12 +122,14 @@ class EXP3Router(_Router):
         self._buffer: dict[str, list[tuple[int, float]]] = defaultdict(list)
 
     def probabilities(self, topic: str, region=None) -> list[float]:
+        self._topic(topic)
         L, g = len(self.languages), self.gamma
         w = softmax(self.log_w[topic], 1.0)
         return [(1 - g) * x + g / L for x in w]
 
     def observe(self, topic: str, language: str, reward: float, region=None,
                 routed: bool = True) -> None:  # fmt: skip
+        self._topic(topic)
         i, r = self._index(language), _check_reward(reward)
         if routed:  # importance weights hold only for pulls drawn from p
             self._buffer[topic].append((i, r))
@@ -153,12 +161,13 @@ class FixedRouter(_Router):
 
     name = "fixed"
 
-    def __init__(self, languages=LANGUAGES, language: str = "en"):
-        super().__init__(languages)
+    def __init__(self, languages=LANGUAGES, language: str = "en", *, topics=TOPICS):
+        super().__init__(languages, topics=topics)
         self.language = language
         self._index(language)
 
     def probabilities(self, topic: str, region=None) -> list[float]:
+        self._topic(topic)
         return [float(x == self.language) for x in self.languages]
 
     def state_dict(self) -> dict:

@@ -68,6 +68,13 @@ def check_language(language: str, argument: str = "language") -> str:
     return language
 
 
+def check_topic(topic: str, argument: str = "topic") -> str:
+    """``topic`` if it is one of :data:`TOPICS`, else a ValueError naming ``argument``."""
+    if topic not in TOPICS:
+        raise ValueError(f"{argument} must be one of {list(TOPICS)}, got {topic!r}")
+    return topic
+
+
 @cache
 def number_words(value: int, language: str) -> str:
     """``value`` written out in ``language`` by num2words, lower-case."""
@@ -138,11 +145,28 @@ def _items(topic: str) -> list[tuple[int, ...]]:
     raise ValueError(f"topic must be one of {list(TOPICS)}, got {topic!r}")
 
 
+_RANGES = {
+    "add": f"two operands in 0..{MAX_OPERAND}",
+    "sub": f"a - b with b in 0..{MAX_OPERAND} and b <= a <= {MAX_VALUE}",
+    "count": f"1 to {MAX_OPERAND} bits (0 or 1)",
+}
+
+
+@cache
+def _keys(topic: str) -> frozenset[tuple[int, ...]]:
+    return frozenset(_items(topic))
+
+
 def make_question(topic: str, language: str, key: tuple[int, ...]) -> Question:
     """The question of ``topic`` with operands ``key`` written in ``language``."""
     check_language(language)
-    if topic not in QUESTIONS:
-        raise ValueError(f"topic must be one of {list(TOPICS)}, got {topic!r}")
+    check_topic(topic)
+    if not isinstance(key, tuple | list):
+        raise TypeError(f"key must be a tuple of operands, got {type(key).__name__}")
+    if tuple(key) not in _keys(topic):
+        raise ValueError(
+            f"key {tuple(key)!r} is not a {topic!r} question of this task: {_RANGES[topic]}"
+        )
     template = QUESTIONS[topic][language]
     if topic == "count":
         stars = "".join("*" if bit else "." for bit in key)

@@ -32,7 +32,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from icml26.lrpo.data import LANGUAGES, check_language
+from icml26.lrpo.data import LANGUAGES, TOPICS, check_language
 
 
 def _check_languages(languages) -> tuple[str, ...]:
@@ -53,6 +53,14 @@ def _check_reward(reward: float) -> float:
     return reward
 
 
+def _require(state, keys: tuple[str, ...]) -> None:
+    if not isinstance(state, dict):
+        raise ValueError(f"router state must be a JSON object, got {type(state).__name__}")
+    missing = [k for k in keys if k not in state]
+    if missing:
+        raise ValueError(f"router state lacks {missing} (was it written by save()?)")
+
+
 def softmax(logits: list[float], tau: float) -> list[float]:
     """softmax(logits / tau), stable; tau -> 0 puts all mass on the argmax (ties shared)."""
     if tau <= 0:
@@ -66,15 +74,19 @@ def softmax(logits: list[float], tau: float) -> list[float]:
 class _Router:
     name = "router"
 
-    def __init__(self, languages=LANGUAGES):
+    def __init__(self, languages=LANGUAGES, *, topics: tuple[str, ...] | None = TOPICS):
         self.languages = _check_languages(languages)
+        self.topics = None if topics is None else tuple(topics)
+        """The topics this router routes (None: any, for a task with topics of its own)."""
         self.t = 0
 
     def probabilities(self, topic: str, region: str | None = None) -> list[float]:
+        self._topic(topic)
         raise NotImplementedError
 
     def sample(self, topic: str, language: str, rng: random.Random, region=None) -> str:
         """One routed language for a rollout of a ``topic`` question written in ``language``."""
+        self._topic(topic)
         check_language(language)
         return rng.choices(self.languages, self.probabilities(topic, region))[0]
 
@@ -82,11 +94,18 @@ class _Router:
                 routed: bool = True) -> None:  # fmt: skip
         """One rollout's reward; ``routed`` is False for the rollouts kept in the question's
         language (LRPO and UCB learn from them too; EXP3's importance weights cannot)."""
+        self._topic(topic)
         _check_reward(reward)
         self._index(language)
 
     def step(self) -> None:
         self.t += 1
+
+    def _topic(self, topic: str) -> str:
+        if self.topics is not None and topic not in self.topics:
+            raise ValueError(f"topic must be one of {list(self.topics)} (routers for other tasks: "
+                             f"topics=None or their own), got {topic!r}")  # fmt: skip
+        return topic
 
     def _index(self, language: str) -> int:
         try:
@@ -99,6 +118,7 @@ class _Router:
         return {"name": self.name, "languages": list(self.languages), "t": self.t}
 
     def load_state_dict(self, state: dict) -> None:
+        _require(state, ("name", "languages", "t"))
         if state.get("name") != self.name:
             raise ValueError(f"state is for router {state.get('name')!r}, not {self.name!r}")
         if tuple(state["languages"]) != self.languages:
@@ -164,8 +184,10 @@ class LanguageRouter(_Router):
 
     name = "lrpo"
 
-    def __init__(self, languages=LANGUAGES, schedule: RouterSchedule | None = None):
-        super().__init__(languages)
+    def __init__(
+        self, languages=LANGUAGES, schedule: RouterSchedule | None = None, *, topics=TOPICS
+    ):
+        super().__init__(languages, topics=topics)
         self.schedule = schedule or RouterSchedule()
         self.schedule.check()
         L = len(self.languages)
@@ -182,6 +204,7 @@ class LanguageRouter(_Router):
         return self.schedule.eps(self.t)
 
     def logits(self, topic: str, region: str | None = None) -> list[float]:
+        self._topic(topic)
         q = list(self.topic_q[topic])
         if region is not None:  # the authors add the region row for regional questions only
             q = [a + b for a, b in zip(q, self.region_q[region], strict=True)]
@@ -189,11 +212,13 @@ class LanguageRouter(_Router):
 
     def probabilities(self, topic: str, region: str | None = None) -> list[float]:
         """eps-uniform mixture with softmax(logits / tau): the law ``sample`` draws from."""
+        self._topic(topic)
         L = len(self.languages)
         p = softmax(self.logits(topic, region), self.tau)
         return [self.eps / L + (1 - self.eps) * x for x in p]
 
     def sample(self, topic: str, language: str, rng: random.Random, region=None) -> str:
+        self._topic(topic)
         check_language(language)
         if rng.random() < self.eps:
             return rng.choice(self.languages)
@@ -201,6 +226,7 @@ class LanguageRouter(_Router):
 
     def observe(self, topic: str, language: str, reward: float, region=None,
                 routed: bool = True) -> None:  # fmt: skip
+        self._topic(topic)
         # the authors buffer every rollout, the forced original-language ones included
         self._buffer[(topic, "" if region is None else region, self._index(language))].append(
             _check_reward(reward))  # fmt: skip
@@ -240,7 +266,11 @@ class LanguageRouter(_Router):
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
-        self.schedule = RouterSchedule(**state["schedule"])
+        _require(state, ("schedule", "topic_q", "region_q", "buffer"))
+        try:
+            self.schedule = RouterSchedule(**state["schedule"])
+        except TypeError as e:
+            raise ValueError(f"router state: bad schedule {state['schedule']!r} ({e})") from None
         L = len(self.languages)
         for key in ("topic_q", "region_q"):
             table = defaultdict(lambda: [0.0] * L)

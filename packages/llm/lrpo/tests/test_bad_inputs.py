@@ -1,0 +1,51 @@
+"""Bad input at the public API ends in a ValueError / TypeError that names the argument."""
+
+import json
+import random
+
+import pytest
+
+from icml26.lrpo import LanguageRouter, make_question
+from icml26.lrpo.baselines import EXP3Router, UCBRouter, UniformRouter
+from icml26.testing import assert_rejects
+
+
+@pytest.mark.parametrize(
+    "topic, key",
+    [("add", (9, 99)), ("add", (-1, 2)), ("sub", (1, 3)), ("count", (2, 0)), ("count", ())],
+)
+def test_make_question_rejects_operands_outside_the_task(topic, key):
+    assert_rejects(lambda: make_question(topic, "en", key), "key")
+
+
+def test_make_question_rejects_unknown_topics_languages_and_non_tuples():
+    assert_rejects(lambda: make_question("mul", "en", (1, 2)), "topic")
+    assert_rejects(lambda: make_question("add", "xx", (1, 2)), "language")
+    assert_rejects(lambda: make_question("add", "en", 5), "key")
+    assert make_question("add", "en", (5, 5)).value == 10  # the edge of the task is in it
+
+
+@pytest.mark.parametrize("router", [LanguageRouter, UCBRouter, EXP3Router, UniformRouter])
+def test_routers_refuse_unknown_topics_instead_of_opening_a_row(router):
+    r = router()
+    assert_rejects(lambda: r.observe("geometry", "en", 1.0), "topic")
+    assert_rejects(lambda: r.sample("geometry", "en", random.Random(0)), "topic")
+    assert_rejects(lambda: r.probabilities("geometry"), "topic")
+
+
+def test_router_state_with_a_missing_key_names_it(tmp_path):
+    r = LanguageRouter()
+    state = r.state_dict()
+    del state["schedule"]
+    path = tmp_path / "router.json"
+    path.write_text(json.dumps(state))
+    assert_rejects(lambda: LanguageRouter().load(path), "schedule")
+    path.write_text("[1, 2]")
+    assert_rejects(lambda: LanguageRouter().load(path), "router state")
+
+
+def test_a_router_for_another_task_takes_its_own_topics():
+    r = LanguageRouter(topics=("geo",))
+    r.observe("geo", "en", 1.0, region="Europe")
+    assert_rejects(lambda: r.observe("add", "en", 1.0), "topic")
+    LanguageRouter(topics=None).observe("anything", "en", 0.5)
