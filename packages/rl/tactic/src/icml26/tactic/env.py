@@ -320,6 +320,13 @@ class ShiftingDependencyParallelEnv(ParallelEnv):
         missing = set(self.agents) - set(actions)
         if missing:
             raise ValueError(f"actions missing for {sorted(missing)}")
+        unknown = set(actions) - set(self.agents)
+        if unknown:
+            raise ValueError(f"actions name agents not in this episode: {sorted(unknown)}")
+        for a in self.possible_agents:
+            if not _is_action(actions[a], int(self._act_space.n)):
+                raise ValueError(f"actions[{a!r}] must be an integer in [0, {self._act_space.n}), "
+                                 f"got {actions[a]!r}")  # fmt: skip
         joint = np.array([[int(actions[a]) for a in self.possible_agents]], dtype=np.int64)
         self._last = s = self._game.step(joint)
         agents = self.agents
@@ -339,6 +346,13 @@ class ShiftingDependencyParallelEnv(ParallelEnv):
 
     def close(self):
         """Nothing to release: the game holds no external resources."""
+
+
+def _is_action(a, n: int) -> bool:
+    """An integer in [0, n) (1.7, "1" or True are not actions; a 0-d integer array is)."""
+    if isinstance(a, np.ndarray) and a.shape == () and np.issubdtype(a.dtype, np.integer):
+        a = a.item()
+    return isinstance(a, int | np.integer) and not isinstance(a, bool) and 0 <= int(a) < n
 
 
 def brute_force_best(game: ShiftingDependencyGame, task: int) -> np.ndarray:

@@ -91,6 +91,11 @@ def q_tot(
     B, n, A = q.shape
     if actions.shape != (B, n):
         raise ValueError(f"actions must have shape {(B, n)}, got {tuple(actions.shape)}")
+    if actions.dtype != torch.long:
+        raise TypeError(f"actions must be a long tensor of action indices, got {actions.dtype}")
+    if actions.numel() and (int(actions.min()) < 0 or int(actions.max()) >= A):
+        raise ValueError(f"actions must lie in [0, {A}) (the utilities' last dimension), got "
+                         f"[{int(actions.min())}, {int(actions.max())}]")  # fmt: skip
     local = q.gather(2, actions.unsqueeze(-1)).squeeze(-1).mean(1)
     if edges.numel() == 0:
         return local
@@ -121,6 +126,9 @@ def max_sum(
         raise ValueError(f"payoffs must have shape {(B, E, A, A)}, got {tuple(f.shape)}")
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
+    if not bool(torch.isfinite(q).all()) or not bool(torch.isfinite(f).all()):
+        raise ValueError("utilities q and payoffs f must be finite (NaN or inf would make every "
+                         "belief equal and the greedy action meaningless)")  # fmt: skip
     if avail is None:
         avail = torch.ones_like(q, dtype=torch.bool)
     if not bool(avail.any(-1).all()):
