@@ -61,7 +61,12 @@ def _read_image(path: Path):
 
     if not path.is_file():
         raise ValueError(f"no image file at {path}")
-    return to_image(imread(path), str(path))
+    try:
+        pixels = imread(path)
+    except Exception as e:  # imageio raises a different error per format and plugin
+        first = (str(e).strip().splitlines() or [""])[0]  # imageio's advice runs to many lines
+        raise ValueError(f"cannot read {path} as an image ({type(e).__name__}: {first})") from None
+    return to_image(pixels, str(path))
 
 
 def _write_image(x, path: Path) -> None:

@@ -62,6 +62,10 @@ def to_image(arr, name: str = "image") -> torch.Tensor:
     return (x / 255.0).clamp(0, 1) if arr.dtype == np.uint8 else x.clamp(0, 1)
 
 
+RANGE_SLACK = 1e-4
+"""How far outside [0, 1] an image may stray (rounding of a resampled image) and pass."""
+
+
 def check_image(x: torch.Tensor, name: str = "image", multiple: int = 1) -> torch.Tensor:
     """Validate a float image batch (B, 3, H, W) or image (3, H, W) in [0, 1]; H, W divisible by
     ``multiple``. Returns it as (B, 3, H, W)."""
@@ -74,11 +78,18 @@ def check_image(x: torch.Tensor, name: str = "image", multiple: int = 1) -> torc
         x = x[None]
     if x.ndim != 4 or x.shape[1] != 3:
         raise ValueError(f"{name} must have shape (B, 3, H, W) or (3, H, W), got {tuple(x.shape)}")
+    if x.shape[0] == 0 or x.shape[-1] == 0 or x.shape[-2] == 0:
+        raise ValueError(f"{name} is empty: shape {tuple(x.shape)} (need at least one image of at "
+                         "least 1 x 1 pixels)")  # fmt: skip
     if x.shape[-1] % multiple or x.shape[-2] % multiple:
         raise ValueError(f"{name}'s height and width must be divisible by {multiple}, got "
                          f"{tuple(x.shape[-2:])}")  # fmt: skip
     if not torch.isfinite(x).all():
         raise ValueError(f"{name} contains NaN or inf")
+    lo, hi = float(x.min()), float(x.max())
+    if lo < -RANGE_SLACK or hi > 1 + RANGE_SLACK:
+        hint = " (an 8-bit image as float? divide by 255)" if hi > 1 else ""
+        raise ValueError(f"{name} must hold values in [0, 1], got [{lo:.4g}, {hi:.4g}]{hint}")
     return x
 
 

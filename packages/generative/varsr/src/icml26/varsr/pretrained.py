@@ -52,22 +52,41 @@ def save_pretrained(var: VARTransformer, folder: str | os.PathLike) -> Path:
     return folder
 
 
+def _weights(path: Path) -> dict:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: not a complete icml26-varsr model")
+    try:
+        return load_file(path)
+    except SafetensorError as e:
+        raise ValueError(f"{path} is not a safetensors file ({e})") from None
+
+
 def load_pretrained(folder: str | os.PathLike, device: str | torch.device = "cpu"
                     ) -> VARTransformer:  # fmt: skip
     """The model saved by :func:`save_pretrained`, in eval mode on ``device``."""
-    from safetensors.torch import load_file
-
     folder = Path(folder)
     cfg_path = folder / "config.json"
     if not cfg_path.is_file():
         raise FileNotFoundError(f"{folder} holds no config.json: not a saved icml26-varsr model")
-    cfg = json.loads(cfg_path.read_text())
-    if cfg.get("format") != FORMAT:
-        raise ValueError(f"{cfg_path} is format {cfg.get('format')!r}, expected {FORMAT!r}")
-    tcfg = TokenizerConfig(**{**cfg["tokenizer"], "scales": tuple(cfg["tokenizer"]["scales"])})
+    try:
+        cfg = json.loads(cfg_path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{cfg_path} is not valid JSON ({e}): not a saved icml26-varsr model"
+                         ) from None  # fmt: skip
+    if not isinstance(cfg, dict) or cfg.get("format") != FORMAT:
+        got = cfg.get("format") if isinstance(cfg, dict) else type(cfg).__name__
+        raise ValueError(f"{cfg_path} is format {got!r}, expected {FORMAT!r}")
+    try:
+        tcfg = TokenizerConfig(**{**cfg["tokenizer"], "scales": tuple(cfg["tokenizer"]["scales"])})
+        var_cfg = VARConfig(**cfg["var"])
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{cfg_path}: bad or missing model settings ({e!r})") from None
     tok = MultiScaleRQ(tcfg)
-    tok.load_state_dict(load_file(folder / "tokenizer.safetensors"))
-    var = VARTransformer(tok, VARConfig(**cfg["var"]))
-    var.load_state_dict(load_file(folder / "var.safetensors"))
+    tok.load_state_dict(_weights(folder / "tokenizer.safetensors"))
+    var = VARTransformer(tok, var_cfg)
+    var.load_state_dict(_weights(folder / "var.safetensors"))
     tok.to(device).eval().requires_grad_(False)
     return var.to(device).eval()

@@ -1,0 +1,74 @@
+"""Bad input at the public API ends in a ValueError / TypeError that names the argument."""
+
+import json
+
+import pytest
+import torch
+
+from icml26.testing import assert_rejects
+from icml26.varsr import (
+    ESPCN,
+    MultiScaleRQ,
+    TokenizerConfig,
+    VARConfig,
+    VARTransformer,
+    check_image,
+    downsample,
+    load_pretrained,
+    save_pretrained,
+    upscale,
+)
+from icml26.varsr.cli import main
+
+
+@pytest.mark.parametrize(
+    "image, why",
+    [
+        (torch.full((3, 8, 8), 200.0), "divide by 255"),  # an 8-bit image as float
+        (torch.full((3, 8, 8), -0.5), "[0, 1]"),
+        (torch.zeros(0, 3, 8, 8), "empty"),  # an empty batch (was KeyError: 4 in upscale)
+        (torch.zeros(3, 0, 0), "empty"),  # a 0 x 0 image (was a torch RuntimeError)
+        (torch.full((3, 8, 8), float("nan")), "NaN"),
+    ],
+)
+def test_images_outside_the_contract_are_refused_at_the_call(image, why):
+    message = str(assert_rejects(lambda: upscale(ESPCN(), image), "lr"))
+    assert why in message
+    assert_rejects(lambda: check_image(image, "hr"), "hr")
+
+
+def test_integer_images_and_non_tensors_are_refused():
+    assert_rejects(lambda: downsample(torch.zeros(3, 8, 8, dtype=torch.uint8), 2), "image")
+    assert_rejects(lambda: check_image([[0.0]], "lr"), "lr")
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    tok = MultiScaleRQ(TokenizerConfig())
+    folder = tmp_path_factory.mktemp("m") / "model"
+    return save_pretrained(VARTransformer(tok, VARConfig()), folder)
+
+
+def test_a_malformed_config_names_the_file(saved, tmp_path):
+    bad = tmp_path / "model"
+    bad.mkdir()
+    for f in saved.iterdir():
+        (bad / f.name).write_bytes(f.read_bytes())
+    (bad / "config.json").write_text("{not json")
+    assert_rejects(lambda: load_pretrained(bad), "config.json")
+    cfg = json.loads((saved / "config.json").read_text())
+    del cfg["var"]
+    (bad / "config.json").write_text(json.dumps(cfg))
+    assert_rejects(lambda: load_pretrained(bad), "config.json")
+    (bad / "config.json").write_text((saved / "config.json").read_text())
+    (bad / "var.safetensors").write_text("garbage")
+    assert_rejects(lambda: load_pretrained(bad), "var.safetensors")
+
+
+def test_upscale_cli_on_a_non_image_file_is_one_line_and_exit_2(saved, tmp_path, capsys):
+    text = tmp_path / "notes.png"
+    text.write_text("not an image")
+    out = tmp_path / "sr.png"
+    assert main(["upscale", str(text), str(out), "--model", str(saved)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "notes.png" in err[0] and not out.exists()
