@@ -26,7 +26,7 @@ from torch import nn
 
 from icml26.fahnes.diffusion import Schedule
 from icml26.fahnes.hypergraph import Hypergraph
-from icml26.fahnes.model import draw_edge_budget, save_folder
+from icml26.fahnes.model import draw_edge_budget, node_counts, save_folder
 from icml26.fahnes.nets import Denoiser, mlp
 
 __all__ = ["FlatConfig", "FlatModel", "erdos_renyi_like"]
@@ -171,19 +171,9 @@ class FlatModel(nn.Module):
     ) -> list[Hypergraph]:
         """Sample ``num_samples`` hypergraphs of ``n_nodes`` nodes (None: training sizes), each
         told the edge count of a training graph of its size, as FAHNES is."""
-        if num_samples < 1:
-            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
         gen = torch.Generator().manual_seed(seed)
         rng = np.random.default_rng(seed)
-        if n_nodes is None:
-            sizes = self.stats.sizes
-            ns = [int(sizes[rng.integers(len(sizes))][0]) for _ in range(num_samples)]
-        elif isinstance(n_nodes, int):
-            ns = [n_nodes] * num_samples
-        else:
-            ns = [int(v) for v in n_nodes]
-        if min(ns) < 2:
-            raise ValueError(f"the flat model needs n_nodes >= 2, got {min(ns)}")
+        ns = node_counts(n_nodes, num_samples, self.stats.sizes, rng, minimum=2)
         ms = [draw_edge_budget(self.stats.sizes, n, rng) for n in ns]
         was = self.training
         self.eval()

@@ -131,6 +131,11 @@ def mesh_hypergraph(vertices, faces) -> Hypergraph:
     f = np.asarray(faces, dtype=np.int64)
     if v.ndim != 2 or v.shape[1] != 3 or f.ndim != 2 or f.shape[1] != 3:
         raise ValueError(f"vertices must be (n, 3) and faces (m, 3), got {v.shape}, {f.shape}")
+    if f.size and (f.min() < 0 or f.max() >= len(v)):
+        raise ValueError(f"faces index vertices outside [0, {len(v)}): "
+                         f"[{int(f.min())}, {int(f.max())}]")  # fmt: skip
+    if not np.isfinite(v).all():
+        raise ValueError("vertices must be finite")
     used = np.unique(f)
     remap = np.full(len(v), -1)
     remap[used] = np.arange(len(used))

@@ -87,8 +87,14 @@ class Hypergraph:
             edges += [j] * len(key)
         m = len(seen)
         inc = torch.tensor([nodes, edges], dtype=torch.long).reshape(2, -1)
-        x = torch.zeros(num_nodes, 0) if x is None else x
-        edge_x = torch.zeros(m, 0) if edge_x is None else edge_x
+        x = torch.zeros(num_nodes, 0) if x is None else torch.as_tensor(x)
+        edge_x = torch.zeros(m, 0) if edge_x is None else torch.as_tensor(edge_x)
+        if x.dim() != 2 or x.shape[0] != num_nodes:
+            raise ValueError(f"x must have one row per node: ({num_nodes}, d), got "
+                             f"{tuple(x.shape)}")  # fmt: skip
+        if edge_x.dim() != 2 or edge_x.shape[0] != m:
+            raise ValueError(f"edge_x must have one row per hyperedge: ({m}, d), got "
+                             f"{tuple(edge_x.shape)}")  # fmt: skip
         hg = cls(
             inc,
             torch.as_tensor(x, dtype=torch.float32),
@@ -116,6 +122,9 @@ class Hypergraph:
         uniq, first = _unique_rows_first(pairs)
         edge_x = None
         if getattr(data, "edge_attr", None) is not None:
+            if data.edge_attr.shape[0] != ei.shape[1]:
+                raise ValueError(f"edge_attr must have one row per edge_index column "
+                                 f"({ei.shape[1]}), got {data.edge_attr.shape[0]}")  # fmt: skip
             edge_x = data.edge_attr[first].reshape(len(first), -1)
         return cls.from_hyperedges(uniq.tolist(), n, data.x, edge_x)
 
@@ -141,7 +150,9 @@ class Hypergraph:
         if m and bool((self.edge_sizes == 0).any()):
             raise ValueError(f"hyperedge {int((self.edge_sizes == 0).nonzero()[0])} is empty")
         if self.node_budget.shape != (n,) or self.edge_budget.shape != (m,):
-            raise ValueError("budgets must be (n,) and (m,)")
+            got = (tuple(self.node_budget.shape), tuple(self.edge_budget.shape))
+            raise ValueError(f"node_budget must be ({n},) (one per row of x) and edge_budget "
+                             f"({m},) (one per row of edge_x), got {got[0]}, {got[1]}")  # fmt: skip
         if (n and int(self.node_budget.min()) < 1) or (m and int(self.edge_budget.min()) < 1):
             raise ValueError("budgets must be >= 1")
         if not (torch.isfinite(self.x).all() and torch.isfinite(self.edge_x).all()):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -383,20 +384,10 @@ class FahnesModel(nn.Module):
         """Sample hypergraphs with exactly ``n_nodes`` nodes each (an int, one per sample, or
         None: sizes drawn from the training set). ``n_edges`` (the hyperedge budget) defaults to
         that of a training hypergraph of the same size (scaled from the nearest size)."""
-        if num_samples < 1:
-            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
         gen = torch.Generator().manual_seed(seed)
         rng = np.random.default_rng(seed)
-        sizes = np.array(self.stats.sizes)
-        if n_nodes is None:
-            ns = [int(sizes[rng.integers(len(sizes)), 0]) for _ in range(num_samples)]
-        elif isinstance(n_nodes, int):
-            ns = [n_nodes] * num_samples
-        else:
-            ns = [int(v) for v in n_nodes]
-            num_samples = len(ns)
-        if min(ns) < 1:
-            raise ValueError(f"n_nodes must be >= 1, got {min(ns)}")
+        ns = node_counts(n_nodes, num_samples, self.stats.sizes, rng)
+        num_samples = len(ns)
         if n_edges is None:
             ms = [self._draw_edges(n, rng) for n in ns]
         else:
@@ -578,6 +569,37 @@ class FahnesModel(nn.Module):
         model = cls(FahnesConfig(**c), _Stats(**meta["stats"]))
         model.load_state_dict(load_file(path / "model.safetensors"))
         return model
+
+
+def node_counts(n_nodes, num_samples: int, sizes: list[list[int]], rng: np.random.Generator,
+                minimum: int = 1) -> list[int]:  # fmt: skip
+    """The node count of each sample: ``n_nodes`` an int (every sample), a list of ints (one per
+    sample) or None (drawn from the training ``sizes``). Named errors for anything else, and a
+    warning when a count lies far beyond the sizes the model was trained on."""
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int | np.integer):
+        raise TypeError(f"num_samples must be an int, got {type(num_samples).__name__}")
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    trained = [int(s[0]) for s in sizes]
+    if n_nodes is None:
+        return [trained[rng.integers(len(trained))] for _ in range(num_samples)]
+    if isinstance(n_nodes, int | np.integer) and not isinstance(n_nodes, bool):
+        ns = [int(n_nodes)] * num_samples
+    elif (
+        isinstance(n_nodes, list | tuple)
+        and n_nodes
+        and all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in n_nodes)
+    ):
+        ns = [int(v) for v in n_nodes]
+    else:
+        raise TypeError(f"n_nodes must be an int, a non-empty list of ints or None, got "
+                        f"{n_nodes!r}")  # fmt: skip
+    if min(ns) < minimum:
+        raise ValueError(f"n_nodes must be >= {minimum}, got {min(ns)}")
+    if max(ns) > 2 * max(trained):
+        warnings.warn(f"n_nodes={max(ns)} is over twice the largest training graph "
+                      f"({max(trained)} nodes): the model extrapolates", stacklevel=3)  # fmt: skip
+    return ns
 
 
 def draw_edge_budget(sizes: list[list[int]], n: int, rng: np.random.Generator) -> int:

@@ -1,0 +1,70 @@
+"""Bad input at the public API ends in a ValueError / TypeError that names the argument."""
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from icml26.fahnes import (
+    FahnesConfig,
+    FahnesModel,
+    FitConfig,
+    FlatConfig,
+    FlatModel,
+    Hypergraph,
+    fit,
+)
+from icml26.fahnes.data import mesh_hypergraph, planar_graphs
+from icml26.fahnes.model import node_counts
+from icml26.testing import assert_rejects
+
+SMALL = FahnesConfig(hidden=8, layers=1, diffusion_steps=2, sequences=1)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    torch.manual_seed(0)
+    model, ex = FahnesModel.from_data(planar_graphs(4, 12, seed=0), SMALL, seed=0)
+    fit(model, ex, FitConfig(steps=2, batch=2, eval_every=0), progress=False)
+    return model
+
+
+def test_feature_rows_must_match_nodes_and_hyperedges():
+    edges = [[0, 1], [1, 2]]
+    assert_rejects(lambda: Hypergraph.from_hyperedges(edges, 3, x=torch.zeros(4, 2)), "x")
+    assert_rejects(lambda: Hypergraph.from_hyperedges(edges, 3, edge_x=torch.zeros(3, 1)), "edge_x")
+
+
+def test_graph_edge_attr_rows_must_match_edge_index():
+    ei = torch.tensor([[0, 1], [1, 2]])
+    data = Data(edge_index=ei, num_nodes=3, edge_attr=torch.zeros(5, 1))
+    assert_rejects(lambda: Hypergraph.from_data(data), "edge_attr")
+
+
+def test_mesh_faces_outside_the_vertices_are_named():
+    v = np.zeros((4, 3))
+    assert_rejects(lambda: mesh_hypergraph(v, [[0, 1, 7]]), "faces")
+    assert_rejects(lambda: mesh_hypergraph(np.full((3, 3), np.nan), [[0, 1, 2]]), "vertices")
+
+
+@pytest.mark.parametrize("bad", ["10", 2.5, True, [], [3, "4"]])
+def test_n_nodes_of_the_wrong_type_is_a_type_error(trained, bad):
+    with pytest.raises(TypeError, match="n_nodes"):
+        trained.sample_hypergraphs(bad, 1)
+
+
+def test_n_nodes_far_beyond_training_warns_and_out_of_range_is_refused(trained):
+    # node_counts is what sample_hypergraphs reads its sizes through (sampling 500 nodes from a
+    # model trained on 12-node graphs would take long here; the warning comes first)
+    rng = np.random.default_rng(0)
+    with pytest.warns(UserWarning, match="extrapolates"):
+        assert node_counts(500, 1, trained.stats.sizes, rng) == [500]
+    assert_rejects(lambda: trained.sample_hypergraphs(0, 1), "n_nodes")
+    assert_rejects(lambda: trained.sample_hypergraphs(5, 0), "num_samples")
+
+
+def test_flat_model_checks_n_nodes_the_same_way():
+    flat, _ = FlatModel.from_data(planar_graphs(2, 8, seed=0), FlatConfig(hidden=8, layers=1))
+    with pytest.raises(TypeError, match="n_nodes"):
+        flat.sample_hypergraphs("10", 1)
+    assert_rejects(lambda: flat.sample_hypergraphs(1, 1), "n_nodes")
