@@ -110,6 +110,10 @@ class StreamPipeline:
             raise ValueError(
                 f"the scheduler has {self.scheduler.num_steps} steps, num_steps={num_steps}"
             )
+        channels = _latent_channels(model)
+        if channels is not None and tuple(latent_shape)[:1] != (channels,):
+            raise ValueError(f"latent_shape {tuple(latent_shape)} must start with the model's "
+                             f"{channels} latent channels")  # fmt: skip
         self.model, self.N = model, num_steps
         self.shape, self.device = tuple(latent_shape), torch.device(device)
         self.dtype = dtype or model_dtype(model)
@@ -270,11 +274,13 @@ class StreamPipeline:
         """Stream ``noises`` (M, C, H, W) through the pipeline; returns (M, ...) in input order.
         ``conditions``: (M, ...) tensor or dict of them; ``images``: (M, C, H, W) latents for
         image-to-image."""
-        if not isinstance(noises, torch.Tensor) or noises.dim() != len(self.shape) + 1:
+        if not isinstance(noises, torch.Tensor) or tuple(noises.shape[1:]) != self.shape:
             raise ValueError(
                 f"noises must be (M, {', '.join(map(str, self.shape))}), got "
                 f"{tuple(getattr(noises, 'shape', ()))}"
             )
+        if len(noises) == 0:
+            raise ValueError("noises holds no samples: pass (M, ...) with M >= 1")
         if max(self._stage) >= 0:
             raise ValueError("samples are in flight: flush() or reset() before generate()")
         conds = _as_dict(conditions, "conditions")
@@ -322,6 +328,16 @@ def _decoder(decode):
     if decode is None or not hasattr(decode, "decode") or not hasattr(decode, "config"):
         return decode
     return VaeDecoder(decode)
+
+
+def _latent_channels(model) -> int | None:
+    """The latent channels a diffusers denoiser (bare or wrapped) takes, None when it does not
+    say (a plain callable); Flux's ``in_channels`` counts its packed 2 x 2 patches."""
+    inner = getattr(model, "model", model)
+    channels = getattr(getattr(inner, "config", None), "in_channels", None)
+    if not isinstance(channels, int):
+        return None
+    return channels // 4 if getattr(model, "family", None) == "flux" else channels
 
 
 def model_device(model) -> torch.device:

@@ -19,6 +19,7 @@ per sample from a (num_steps,) table by the (B,) step indices ``k``. Two schedul
   prediction of a DDPM-style model; the window end is ``lambda_t x + eta_t eps``).
 """
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -138,6 +139,11 @@ class BatchedFlowScheduler(_Tables):
                 raise ValueError(
                     f"sigmas must have num_steps={num_steps} values, got {len(sigmas)}"
                 )
+            if not all(math.isfinite(v) and 0 < v <= 1 for v in sigmas) or any(
+                b >= a for a, b in itertools.pairwise(sigmas)
+            ):
+                raise ValueError(f"sigmas must decrease strictly within (0, 1] (noise to data), "
+                                 f"got {sigmas}")  # fmt: skip
             ref.set_timesteps(sigmas=sigmas, mu=mu)
         else:
             ref.set_timesteps(num_steps, mu=mu)
