@@ -130,6 +130,11 @@ def load_slipp(path: str | os.PathLike) -> PocketTable:
         )
     protein = np.array([_protein_code(p) for p in frame["pdb"]], dtype=object)
     ligand = frame["lig"].astype(str).str.upper().to_numpy(dtype=object)
+    if not any(code in LIPIDS for code in ligand):
+        raise ValueError(
+            f"{path}: no pocket binds a lipid (column 'lig' holds none of {sorted(LIPIDS)}): "
+            "nothing to learn or evaluate against. Is this the SLiPP pocket table?"
+        )
     keep, merged = _merge_cross_folder_copies(frame, protein, counts, ligand)
     return PocketTable(
         descriptors=np.stack([numeric[d] for d in DESCRIPTORS], axis=1)[keep],
@@ -271,6 +276,9 @@ def scar_labels(y: np.ndarray, c: float, seed: int) -> np.ndarray:
     everything else is unlabeled (0). ``y``: (N,) or (N, K) 0/1."""
     if not 0.0 < c <= 1.0:
         raise ValueError(f"c (the labeled fraction of positives) must be in (0, 1], got {c}")
+    values = np.unique(np.asarray(y))
+    if not set(values.tolist()) <= {0, 1}:
+        raise ValueError(f"y must hold 0/1 labels, got values {values[:5].tolist()}")
     # a stream of its own: the same integer seed elsewhere (a generator) must not correlate
     keep = np.random.default_rng([0x5CA2, seed]).random(np.shape(y)) < c
     return (np.asarray(y) * keep).astype(np.int64)

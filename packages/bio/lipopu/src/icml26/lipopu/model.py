@@ -147,6 +147,14 @@ class PocketAttentionMIL(nn.Module):
             )
         if residues.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"residues must be an integer tensor, got {residues.dtype}")
+        if residues.numel() and (
+            bool((residues < PAD).any()) or bool((residues > len(AMINO_ACIDS)).any())
+        ):
+            raise ValueError(f"residues must be residue types in [0, {len(AMINO_ACIDS)}] or PAD "
+                             f"({PAD}), got values in [{int(residues.min())}, "
+                             f"{int(residues.max())}]")  # fmt: skip
+        if not bool(torch.isfinite(descriptors).all()):
+            raise ValueError("descriptors must be finite (a NaN descriptor gives a NaN score)")
         if cfg.residue_features and cfg.use_bag:
             want = (*residues.shape, cfg.residue_features)
             if residue_features is None or tuple(residue_features.shape) != want:
