@@ -152,8 +152,10 @@ def load_backbone(path: str | Path, chains: str | list[str] | None = None) -> Ba
         warnings.simplefilter("ignore")  # biotite guesses elements of old PDB files
         try:
             atoms = _read(path)
-        except ValueError:
-            raise
+        except ValueError as e:
+            if str(path) in str(e):  # already names the file
+                raise
+            raise ValueError(f"{path}: cannot read the structure ({e})") from e
         except Exception as e:  # biotite's own parse errors, bad gzip, ...
             raise ValueError(f"{path}: cannot read the structure ({type(e).__name__}: {e})") from e
     atoms = atoms[struc.filter_amino_acids(atoms) & ~atoms.hetero]

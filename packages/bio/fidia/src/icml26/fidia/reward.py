@@ -75,7 +75,7 @@ class DesignabilityProxy:
 
     @torch.no_grad()
     def __call__(self, seqs: torch.Tensor) -> torch.Tensor:
-        seqs = torch.as_tensor(seqs).to(self.model.device)
+        seqs = check_sequences(seqs, len(self.backbone)).to(self.model.device)
         n, L = seqs.shape
         total = torch.zeros(n, dtype=torch.float64, device=seqs.device)
         for order in self.orders:
@@ -83,6 +83,22 @@ class DesignabilityProxy:
                                  fixed=self.unknown or None)  # fmt: skip
             total += s.log_probs.double()
         return torch.exp(total / (len(self.orders) * (L - len(self.unknown)))).cpu()
+
+
+def check_sequences(seqs, length: int) -> torch.Tensor:
+    """``seqs`` as an (n, ``length``) int64 CPU tensor of residue indices into ``ALPHABET``, or a
+    named error: a float tensor or indices outside the alphabet are not sequences."""
+    seqs = torch.as_tensor(seqs)
+    if seqs.is_floating_point() or seqs.is_complex() or seqs.dtype == torch.bool:
+        raise TypeError(f"seqs must be integer residue indices (icml26.fidia.encode), got "
+                        f"{seqs.dtype}")  # fmt: skip
+    if seqs.ndim != 2 or seqs.shape[1] != length:
+        raise ValueError(f"seqs must be (n, {length}), got {tuple(seqs.shape)}")
+    seqs = seqs.cpu().long()
+    if seqs.numel() and (int(seqs.min()) < 0 or int(seqs.max()) >= len(ALPHABET)):
+        raise ValueError(f"seqs must index the {len(ALPHABET)}-letter alphabet {ALPHABET!r}, got "
+                         f"values in [{int(seqs.min())}, {int(seqs.max())}]")  # fmt: skip
+    return seqs
 
 
 def _window(value: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
@@ -214,9 +230,7 @@ class CompositeReward:
 
     def __call__(self, seqs: torch.Tensor) -> RewardOutput:
         """Score (n, L) sequences (int64 indices)."""
-        seqs = torch.as_tensor(seqs).cpu()
-        if seqs.ndim != 2 or seqs.shape[1] != len(self.backbone):
-            raise ValueError(f"seqs must be (n, {len(self.backbone)}), got {tuple(seqs.shape)}")
+        seqs = check_sequences(seqs, len(self.backbone))
         gate = self.gate(seqs)
         d = torch.as_tensor(self.designability(seqs), dtype=torch.float64).cpu()
         if d.shape != (seqs.shape[0],) or not torch.isfinite(d).all():

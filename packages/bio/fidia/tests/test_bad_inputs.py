@@ -1,0 +1,37 @@
+"""Bad input at the public API ends in a ValueError / TypeError that names the argument."""
+
+import pytest
+import torch
+
+from icml26.fidia.data import load_backbone
+from icml26.fidia.reward import CompositeReward, DesignabilityProxy
+from icml26.testing import assert_rejects
+
+
+@pytest.fixture(scope="module")
+def proxy(helix):
+    return DesignabilityProxy(helix)
+
+
+@pytest.mark.parametrize(
+    "seqs",
+    [
+        torch.full((2, 20), 99),  # integer codes outside the 21-letter alphabet
+        torch.full((2, 20), -1),
+        torch.rand(2, 20),  # a float "sequence"
+        torch.zeros(2, 19, dtype=torch.long),  # the wrong length
+    ],
+)
+def test_the_reward_refuses_what_is_not_a_sequence(helix, proxy, seqs):
+    reward = CompositeReward(helix, designability=lambda s: torch.full((len(s),), 0.5))
+    assert_rejects(lambda: reward(seqs), "seqs")
+    assert_rejects(lambda: proxy(seqs), "seqs")
+
+
+@pytest.mark.parametrize("content", [b"garbage text\n", b"ATOM  garbage\n", b"\x00\x01garbage"])
+def test_load_backbone_names_the_file_it_cannot_read(tmp_path, content):
+    for suffix in (".pdb", ".cif"):
+        path = tmp_path / f"broken{suffix}"
+        path.write_bytes(content)
+        assert_rejects(lambda path=path: load_backbone(path), str(path))
+    assert_rejects(lambda: load_backbone(tmp_path / "absent.pdb"), "absent.pdb")
