@@ -57,7 +57,7 @@ import numpy as np
 import torch
 
 from icml26.cdnv.measures import squared_distances
-from icml26.cdnv.stats import ClassStats
+from icml26.cdnv.stats import ClassStats, check_float_features
 
 Variant = Literal["ours", "authors"]
 
@@ -163,7 +163,7 @@ def ncc_fewshot_error(
         np.asarray(features) if not isinstance(features, torch.Tensor) else features
     )
     y = torch.as_tensor(np.asarray(labels) if not isinstance(labels, torch.Tensor) else labels)
-    x = x.detach().to(dtype=torch.float64)
+    x = check_float_features(x).detach().to(dtype=torch.float64)
     y = y.detach().to(x.device).long()
     if x.ndim != 2 or y.ndim != 1 or len(x) != len(y):
         raise ValueError(

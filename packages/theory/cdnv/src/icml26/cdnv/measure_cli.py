@@ -6,6 +6,7 @@ any model. Nothing is unpickled (``allow_pickle=False``).
 """
 
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,13 +38,21 @@ def run_measure(cfg: MeasureConfig) -> dict:
     device = resolve_device(cfg.device)
     if not cfg.path.is_file():
         raise ValueError(f"path: {cfg.path} does not exist")
+    with open(cfg.path, "rb") as f:
+        magic = f.read(4)
+    if magic != b"PK\x03\x04":  # an .npz is a zip archive; anything else is not one
+        raise ValueError(f"path: {cfg.path} is not a .npz file (write one with "
+                         "np.savez(path, features=..., labels=...))")  # fmt: skip
     try:
         with np.load(cfg.path, allow_pickle=False) as data:
-            features, labels = data["features"], data["labels"]
-    except KeyError as e:
-        raise ValueError(f"path: {cfg.path} lacks the array {e}") from None
-    except (OSError, ValueError) as e:
+            arrays = {k: data[k] for k in ("features", "labels") if k in data.files}
+            held = sorted(data.files)
+    except (OSError, ValueError, zipfile.BadZipFile) as e:  # object arrays would need pickle
         raise ValueError(f"path: {cfg.path} is not a readable .npz file ({e})") from None
+    missing = [k for k in ("features", "labels") if k not in arrays]
+    if missing:
+        raise ValueError(f"path: {cfg.path} lacks the array(s) {missing} (it holds {held})")
+    features, labels = arrays["features"], arrays["labels"]
     features = torch.as_tensor(features, device=device)
     labels = torch.as_tensor(labels, device=device)
     stats = class_stats(features, labels)

@@ -91,11 +91,24 @@ class ClassStats:
 
 def _to_tensor(x, name: str, ndim: int) -> torch.Tensor:
     if isinstance(x, np.ndarray):
+        if x.dtype == object:
+            raise TypeError(f"{name} must be a numeric array, got dtype object")
         x = torch.from_numpy(x)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(x).__name__}")
     if x.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(x.shape)}")
+    if name == "features":
+        check_float_features(x)
+    return x
+
+
+def check_float_features(x: torch.Tensor) -> torch.Tensor:
+    """``x`` if floating point, else a TypeError: bool or integer "features" are almost always
+    labels or indices passed by mistake (cast with ``.float()`` where they really are features)."""
+    if not x.is_floating_point():
+        raise TypeError(f"features must be floating point (embeddings), got {x.dtype}; cast "
+                        "with .float() if integer values really are the features")  # fmt: skip
     return x
 
 
