@@ -215,3 +215,17 @@ def test_demo_options_apply_quick_settings_only_under_quick():
 
     assert Cfg().resolved().steps == 100 and Cfg(quick=True).resolved().steps == 2
     assert Cfg(quick=True).resolved().quick and Cfg().device == "auto" and Cfg().out is None
+
+
+def test_demo_command_reads_quick_first_and_device_last():
+    from dataclasses import dataclass
+
+    from icml26.testing.command import DemoOptions
+    from icml26.testing.results import demo_command
+
+    @dataclass(frozen=True)
+    class Cfg(DemoOptions):
+        model: str = "big"
+
+    cfg = Cfg(quick=True, device="cpu", model="tiny")
+    assert demo_command("icml26-x", cfg) == "icml26-x demo --quick --model tiny --device cpu"

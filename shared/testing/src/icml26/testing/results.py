@@ -432,12 +432,13 @@ def demo_command(program: str, cfg: Any, *, subcommand: str = "demo", skip=("out
 
     The program and subcommand, then a tyro-style flag (``--field-name value``) for every field
     that differs from its default, except those in ``skip`` (the output folder); ``--quick``
-    first, where it is set, so a smoke run reads as one at a glance.
+    first, where it is set, so a smoke run reads as one at a glance, and ``--device`` last.
     """
     if not dataclasses.is_dataclass(cfg):
         raise TypeError(f"demo_command: cfg must be a dataclass instance, got {type(cfg).__name__}")
     parts = [program, subcommand]
-    for f in sorted(dataclasses.fields(cfg), key=lambda f: f.name != "quick"):
+    order = {"quick": 0, "device": 2}
+    for f in sorted(dataclasses.fields(cfg), key=lambda f: order.get(f.name, 1)):
         if f.name in skip or not f.init:
             continue
         value = getattr(cfg, f.name)
