@@ -86,6 +86,10 @@ def elbo_terms(
     shapes = {t.shape for t in (loglik_target, loglik_context, kl_target, kl_context)}
     if len(shapes) != 1 or len(next(iter(shapes))) != 1:
         raise ValueError(f"elbo_terms takes per-row (B,) tensors, got shapes {shapes}")
+    names = ("loglik_target", "loglik_context", "kl_target", "kl_context")
+    for name, t in zip(names, (loglik_target, loglik_context, kl_target, kl_context), strict=True):
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} holds NaN or inf (a diverged encoder or a zero variance?)")
     rt, rc = loglik_target.mean(), loglik_context.mean()
     kt, kc = kl_target.mean(), kl_context.mean()
     return ElboTerms(rt, rc, kt, kc, rt + rc - beta * (kt + kc))

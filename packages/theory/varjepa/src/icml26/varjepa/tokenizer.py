@@ -44,6 +44,20 @@ class EncodedRows:
         return EncodedRows(self.num.to(device), self.num_missing.to(device), self.cat.to(device))
 
 
+def _refuse_numbers_as_text(frame: pd.DataFrame, columns) -> None:
+    """A column of text that all parses as numbers (a CSV read with a stray quote, a number
+    column with thousands separators gone) would become one category per value: refuse it."""
+    for c in columns:
+        values = frame[c].dropna()
+        if isinstance(frame[c].dtype, pd.CategoricalDtype) or values.map(type).eq(bool).all():
+            continue  # declared categories, or booleans: categorical on purpose
+        if len(values) and pd.to_numeric(values.astype(str), errors="coerce").notna().all():
+            raise ValueError(
+                f"column {c!r} holds numbers stored as text (e.g. {values.iloc[0]!r}): convert it "
+                f"with pd.to_numeric, or name it in categorical= if the numbers are codes"
+            )
+
+
 class FeatureTokenizer:
     """Fit on training rows, then encode any rows; numerical columns first, then categorical.
 
@@ -86,6 +100,7 @@ class FeatureTokenizer:
             cat_cols = list(self.categorical)
         else:
             cat_cols = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+            _refuse_numbers_as_text(frame, cat_cols)
         self.columns_ = [str(c) for c in frame.columns]
         self.numerical_ = [str(c) for c in frame.columns if c not in cat_cols]
         self.categorical_ = [str(c) for c in cat_cols]
