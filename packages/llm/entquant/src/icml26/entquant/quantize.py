@@ -82,8 +82,15 @@ def regulariser(q: torch.Tensor, qtype: QType) -> torch.Tensor:
 
 
 def absmax_log_scales(w: torch.Tensor, qtype: QType) -> torch.Tensor:
-    """log2 of the absmax scales (the largest |w| of each row lands on the grid's maximum). (O,)"""
-    absmax = w.abs().amax(dim=1).clamp_min(torch.finfo(torch.float32).tiny)
+    """log2 of the absmax scales (the largest |w| of each row lands on the grid's maximum). (O,)
+
+    An all-zero row (a pruned output) gets scale 1: its codes are 0 at any scale, and the
+    absmax scale of 0 would overflow ``2^-log_scale`` to inf and make 0 * inf = NaN. Rows whose
+    absmax is below 1e-30 are scaled as if it were 1e-30, for the same reason."""
+    absmax = w.abs().amax(dim=1)
+    absmax = torch.where(
+        absmax > 0, absmax.clamp_min(1e-30), torch.full_like(absmax, QTYPES[qtype])
+    )
     return torch.log2(absmax / QTYPES[qtype])
 
 

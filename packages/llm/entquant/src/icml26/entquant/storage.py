@@ -145,6 +145,9 @@ def load_compressed(
 
     ``device``: where the loaded model lives; by default the skeleton's device (the CPU for a
     model built from config.json)."""
+    if not isinstance(directory, str | os.PathLike):
+        raise TypeError(f"directory must be a path (load_compressed(directory, model)), got "
+                        f"{type(directory).__name__}")  # fmt: skip
     directory = Path(directory)
     manifest = _read_manifest(directory)
     tensors = _load_tensors(directory / WEIGHTS)

@@ -1,0 +1,50 @@
+"""Bad input at the public API ends in a ValueError / TypeError that names the argument; a
+legal but degenerate input (an all-zero row: a pruned neuron) is handled, not turned into NaN."""
+
+import pytest
+import torch
+from torch import nn
+
+from icml26.entquant import load_compressed, quantize, quantize_linear
+from icml26.testing import assert_rejects
+
+
+@pytest.mark.parametrize("lam", [0.0, 3.9, 58.0])
+@pytest.mark.parametrize("qtype", ["fp8_e4m3", "int8"])
+def test_an_all_zero_row_stays_zero_and_finite(lam, qtype):
+    torch.manual_seed(0)
+    w = torch.randn(6, 32)
+    w[2] = 0.0
+    w[4] = 1e-38  # subnormal: its absmax scale would overflow as well
+    q = quantize_linear(w, lam, qtype, max_iter=30)
+    w_hat = q.dequantize()
+    assert torch.isfinite(w_hat).all() and torch.isfinite(q.scales).all()
+    assert (w_hat[2] == 0).all()
+
+
+@pytest.mark.parametrize(
+    "w, name",
+    [
+        (torch.zeros(4, 4, dtype=torch.long), "W"),
+        (torch.full((4, 4), float("nan")), "W"),
+        (torch.zeros(0, 4), "W"),
+        (torch.zeros(4), "W"),
+    ],
+)
+def test_quantize_linear_names_a_bad_matrix(w, name):
+    assert_rejects(lambda: quantize_linear(w, 1.0), name)
+
+
+@pytest.mark.parametrize("lam", [-1.0, float("nan"), float("inf")])
+def test_lambda_must_be_finite_and_non_negative(lam):
+    assert_rejects(lambda: quantize_linear(torch.randn(4, 8), lam), "lam")
+
+
+def test_quantize_names_what_is_not_a_model_or_has_no_layer():
+    assert_rejects(lambda: quantize("model", 1.0), "model")
+    assert_rejects(lambda: quantize(nn.Sequential(nn.ReLU()), 1.0, progress=False), "include")
+
+
+def test_load_compressed_names_a_missing_or_broken_folder(tmp_path):
+    assert_rejects(lambda: load_compressed(tmp_path / "absent", nn.Linear(2, 2)), "absent")
+    assert_rejects(lambda: load_compressed(nn.Linear(2, 2), tmp_path), "directory")
