@@ -56,16 +56,18 @@ def test_from_anndata_uses_array_coordinates_layers_and_gene_subsets():
     sub = Slide.from_anndata(adata, layer="counts", genes=["G3", "G0"])
     assert sub.genes == ["G3", "G0"] and sub.counts.shape == (len(s), 2)
     np.testing.assert_allclose(sub.library_size, s.library_size)  # still every gene's total
-    adata.raw = adata.copy()
+    adata.raw = ad.AnnData(X=adata.layers["counts"], var=adata.var)  # raw counts in .raw
     raw = Slide.from_anndata(adata, use_raw=True)
-    np.testing.assert_allclose(raw.counts, adata.X)
+    np.testing.assert_allclose(raw.counts, adata.layers["counts"].toarray())
+    with pytest.warns(UserWarning, match="not integers"):  # X holds log1p values
+        Slide.from_anndata(adata)
     with pytest.raises(ValueError, match="no layers"):
         Slide.from_anndata(adata, layer="spliced")
     with pytest.raises(ValueError, match="genes not found"):
         Slide.from_anndata(adata, genes=["nope"])
     square = _visium()
     square.obs["array_col"] = np.tile(np.arange(8), 6)  # a square grid: no parity pattern
-    assert not Slide.from_anndata(square).hexagonal
+    assert not Slide.from_anndata(square, layer="counts").hexagonal
 
 
 def test_predict_on_h5ad_keeps_the_slide_for_scanpy(tmp_path):

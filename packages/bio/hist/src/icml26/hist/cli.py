@@ -117,7 +117,12 @@ def _load(data, features_key="features", hexagonal=False, held_out=False, **annd
 
             if not Path(item).is_file():
                 raise ValueError(f"{item} not found")
-            adata = ad.read_h5ad(item)
+            try:
+                adata = ad.read_h5ad(item)
+            except Exception as e:  # h5py's OSError, anndata's own errors: not an AnnData file
+                first = (str(e).strip().splitlines() or [""])[0]
+                raise ValueError(f"{item}: not a readable .h5ad file ({type(e).__name__}: "
+                                 f"{first})") from None  # fmt: skip
             slide = Slide.from_anndata(
                 adata,
                 features_key,

@@ -17,6 +17,8 @@ colour deconvolution, gradient energy, background fraction). Pass your own per-s
 
 import gzip
 import io
+import warnings
+import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from importlib import resources
@@ -76,6 +78,17 @@ class Slide:
                 )
             if not np.isfinite(self.counts).all() or (self.counts < 0).any():
                 raise ValueError(f"slide {self.name}: counts must be finite and >= 0")
+            if (self.counts != np.round(self.counts)).any():
+                # log-normalised values (scanpy's X after normalize_total + log1p) would be
+                # normalised and logged again: the model would learn a double transform.
+                # Non-integer counts can be legitimate (ambient-RNA corrected), so: a warning.
+                warnings.warn(
+                    f"slide {self.name}: counts are not integers (log-normalised data?); they "
+                    "are normalised and log1p-transformed again. Pass raw counts (--layer "
+                    "counts / --use-raw, or layer= / use_raw= in from_anndata)",
+                    UserWarning,
+                    stacklevel=3,
+                )
             if self.genes and len(self.genes) != self.counts.shape[1]:
                 raise ValueError(
                     f"slide {self.name}: {len(self.genes)} gene names for "
