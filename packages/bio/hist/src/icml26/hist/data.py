@@ -18,7 +18,6 @@ colour deconvolution, gradient energy, background fraction). Pass your own per-s
 import gzip
 import io
 import warnings
-import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from importlib import resources
