@@ -135,29 +135,34 @@ def _read(path: Path):
     raise ValueError(f"{path}: unknown structure format (expected .pdb, .cif or .bcif, maybe .gz)")
 
 
-def load_backbone(path: str | Path, chains: str | list[str] | None = None) -> Backbone:
-    """Read the amino-acid chains of a structure file (PDB / mmCIF / BinaryCIF, plain, .gz or .bz2).
-
-    Residues missing any of N, CA, C, O are dropped (ProteinMPNN cannot featurise them); the
-    first altloc is kept. ``chains`` picks chains by ID (default: every chain with amino acids).
-    """
+def _read_named(path: Path):
+    """The structure's atoms, or a ValueError that names the file (whatever the parser raised)."""
     import warnings
 
-    import biotite.structure as struc
-
-    path = Path(path)
     if not path.is_file():
         raise ValueError(f"no structure file at {path}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # biotite guesses elements of old PDB files
         try:
-            atoms = _read(path)
+            return _read(path)
         except ValueError as e:
             if str(path) in str(e):  # already names the file
                 raise
             raise ValueError(f"{path}: cannot read the structure ({e})") from e
         except Exception as e:  # biotite's own parse errors, bad gzip, ...
             raise ValueError(f"{path}: cannot read the structure ({type(e).__name__}: {e})") from e
+
+
+def load_backbone(path: str | Path, chains: str | list[str] | None = None) -> Backbone:
+    """Read the amino-acid chains of a structure file (PDB / mmCIF / BinaryCIF, plain, .gz or .bz2).
+
+    Residues missing any of N, CA, C, O are dropped (ProteinMPNN cannot featurise them); the
+    first altloc is kept. ``chains`` picks chains by ID (default: every chain with amino acids).
+    """
+    import biotite.structure as struc
+
+    path = Path(path)
+    atoms = _read_named(path)
     atoms = atoms[struc.filter_amino_acids(atoms) & ~atoms.hetero]
     wanted = [chains] if isinstance(chains, str) else chains
     if wanted is not None:
