@@ -304,6 +304,16 @@ def test_demo_takes_the_shared_options_with_device_defaulting_to_auto(m):
 import workflows  # noqa: E402
 
 
+@pytest.mark.parametrize("m", MEMBERS, ids=lambda m: m.name)
+def test_every_wheel_and_sdist_carries_the_license_text(m):
+    """A member's LICENSE is the repository's, and its pyproject puts it in the wheel and the
+    sdist (``License-File``), not only the ``License-Expression``."""
+    text = (m.path / "LICENSE").read_bytes() if (m.path / "LICENSE").is_file() else b""
+    assert text == (ROOT / "LICENSE").read_bytes(), f"{m.rel}/LICENSE must be the root LICENSE"
+    project = tomllib.loads((m.path / "pyproject.toml").read_text())["project"]
+    assert "LICENSE" in project.get("license-files", []), f"{m.rel}: license-files lacks LICENSE"
+
+
 def test_every_member_has_a_ci_workflow_and_the_committed_ones_are_generated():
     want = workflows.expected()
     for m in MEMBERS:
