@@ -314,6 +314,14 @@ def test_every_wheel_and_sdist_carries_the_license_text(m):
     assert "LICENSE" in project.get("license-files", []), f"{m.rel}: license-files lacks LICENSE"
 
 
+def test_member_readmes_have_no_relative_links():
+    """PyPI renders a member's README away from the repository: its links and images must be
+    absolute (``uv run tools/readme_links.py`` makes them so)."""
+    import readme_links
+
+    assert readme_links.main(["--check"]) == 0, "run `uv run tools/readme_links.py`"
+
+
 def test_every_member_has_a_ci_workflow_and_the_committed_ones_are_generated():
     want = workflows.expected()
     for m in MEMBERS:
