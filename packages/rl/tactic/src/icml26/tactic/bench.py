@@ -3,14 +3,14 @@ updates per second of every arm, as ratios to VDN's (the cheapest learner) in on
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from icml26.tactic.baselines import ARMS
 from icml26.testing.command import DeviceOption
+from icml26.testing.results import resolve_device
+from icml26.testing.timing import median_time, torch_threads
 
 
 @dataclass(frozen=True)
@@ -24,30 +24,20 @@ class BenchConfig(DeviceOption):
     """torch threads (1 gives steadier ratios on a shared CPU)."""
 
 
-def _time(fn, repeats: int, sync) -> float:
-    fn()  # warm-up
-    sync()
-    t = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    sync()
-    return (time.perf_counter() - t) / repeats
-
-
 def run_bench(cfg: BenchConfig) -> dict[str, float]:
+    """Environment steps per second and each arm's learner updates per second, as ratios to
+    VDN's time measured in one run."""
+    if min(cfg.num_envs, cfg.batch, cfg.repeats, cfg.threads) < 1:
+        raise ValueError("--num-envs, --batch, --repeats and --threads must be >= 1")
+    device = resolve_device(cfg.device)
+    with torch_threads(cfg.threads, device):  # restored after: the caller's setting is theirs
+        return _measure(cfg, device)
+
+
+def _measure(cfg: BenchConfig, device: str) -> dict[str, float]:
     from icml26.tactic.baselines import arm_config
     from icml26.tactic.env import GameConfig, ShiftingDependencyGame
     from icml26.tactic.train import TrainConfig, _Run
-    from icml26.testing.results import resolve_device
-
-    if min(cfg.num_envs, cfg.batch, cfg.repeats, cfg.threads) < 1:
-        raise ValueError("--num-envs, --batch, --repeats and --threads must be >= 1")
-    torch.set_num_threads(cfg.threads)
-    device = resolve_device(cfg.device)
-
-    def sync():
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
 
     game = ShiftingDependencyGame(GameConfig(), cfg.num_envs, seed=0)
     rng = np.random.default_rng(0)
@@ -59,7 +49,7 @@ def run_bench(cfg: BenchConfig) -> dict[str, float]:
         for a in acts:
             game.step(a)
 
-    sec = _time(episode, cfg.repeats, lambda: None)
+    sec = median_time(episode, cfg.repeats, warmup=1)
     env_rate = cfg.num_envs * game.episode_limit / sec
     print(f"game: {env_rate:,.0f} environment steps / s ({cfg.num_envs} envs, numpy)")
 
@@ -77,7 +67,7 @@ def run_bench(cfg: BenchConfig) -> dict[str, float]:
             run.predictor_ready = True
             if run.lcfg.freeze_predictor:
                 run.predictor.freeze()
-        sec = _time(run.learn, cfg.repeats, sync)
+        sec = median_time(run.learn, cfg.repeats, device, warmup=1)
         out[f"{arm} updates_per_s"] = 1 / sec
     vdn = 1 / out["VDN updates_per_s"]
     for arm in ARMS:
