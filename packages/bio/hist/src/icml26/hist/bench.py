@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass
 
 from icml26.testing.results import resolve_device
+from icml26.testing.timing import torch_threads
 
 
 @dataclass(frozen=True)
@@ -34,32 +35,31 @@ class BenchConfig:
 
 
 def run_bench(cfg: BenchConfig) -> None:
-    import torch
 
     from icml26.hist import cost
 
     device = resolve_device(cfg.device)
-    torch.set_num_threads(cfg.threads)
-    for title, points in (
-        (f"fixed area {cfg.side}x{cfg.side}", [(n, cfg.side) for n in cfg.spots]),
-        (f"fixed spots {cfg.spots[0]}", [(cfg.spots[0], s) for s in cfg.sides]),
-    ):
-        rows = cost.sweep(
-            points,
-            dim=cfg.dim,
-            device=device,
-            max_dense_sites=cfg.max_dense_sites,
-            max_full_spots=cfg.max_full_spots,
-            progress=lambda r: print(
-                f"  measured {r['spots']} spots on {r['side']}^2", file=sys.stderr
-            ),
-        )
-        print(f"{title}: forward + backward, seconds / peak MB (device {device})")
-        print(cost.format_rows(rows))
-    if cfg.tissue:
-        print(f"HiST inference on synthetic hexagonal tissue (device {device})")
-        print(f"{'spots':>8} {'canvas':>12} {'seconds':>9} {'peak MB':>9}")
-        for r in cost.tissue_sweep(list(cfg.tissue), cfg.dim, device):
-            mb = "n/a" if r["peak_mb"] is None else f"{r['peak_mb']:.0f}"
-            canvas = "x".join(map(str, r["canvas"]))
-            print(f"{r['spots']:>8} {canvas:>12} {r['seconds']:>9.2f} {mb:>9}")
+    with torch_threads(cfg.threads, device):  # restored after: the caller's setting is theirs
+        for title, points in (
+            (f"fixed area {cfg.side}x{cfg.side}", [(n, cfg.side) for n in cfg.spots]),
+            (f"fixed spots {cfg.spots[0]}", [(cfg.spots[0], s) for s in cfg.sides]),
+        ):
+            rows = cost.sweep(
+                points,
+                dim=cfg.dim,
+                device=device,
+                max_dense_sites=cfg.max_dense_sites,
+                max_full_spots=cfg.max_full_spots,
+                progress=lambda r: print(
+                    f"  measured {r['spots']} spots on {r['side']}^2", file=sys.stderr
+                ),
+            )
+            print(f"{title}: forward + backward, seconds / peak MB (device {device})")
+            print(cost.format_rows(rows))
+        if cfg.tissue:
+            print(f"HiST inference on synthetic hexagonal tissue (device {device})")
+            print(f"{'spots':>8} {'canvas':>12} {'seconds':>9} {'peak MB':>9}")
+            for r in cost.tissue_sweep(list(cfg.tissue), cfg.dim, device):
+                mb = "n/a" if r["peak_mb"] is None else f"{r['peak_mb']:.0f}"
+                canvas = "x".join(map(str, r["canvas"]))
+                print(f"{r['spots']:>8} {canvas:>12} {r['seconds']:>9.2f} {mb:>9}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from icml26.testing.command import DeviceOption
-from icml26.testing.timing import best_time
+from icml26.testing.timing import best_time, torch_threads
 
 
 @dataclass(frozen=True)
@@ -36,21 +36,20 @@ def run_bench(cfg: BenchConfig) -> dict:
 
     cfg.check()
     device = resolve_device(cfg.device)
-    if device == "cpu":
-        torch.set_num_threads(1)
-    torch.manual_seed(0)
-    tok = MultiScaleRQ(TokenizerConfig()).to(device)
-    tok(torch.rand(8, 3, 32, 32, device=device))
-    tok.eval()
-    var = VARTransformer(tok, VARConfig()).to(device).eval()
-    lr = torch.rand(cfg.tiles, 3, var.lr_side, var.lr_side, device=device)
-    half = var.scales[-1] // 2  # the token side of the x2 output
-    one = best_time(lambda: var.generate(lr, return_scales=True), cfg.repeats, device, warmup=1)
-    x2_only = best_time(lambda: var.generate(lr, stop_at=half), cfg.repeats, device, warmup=1)
-    x4_only = best_time(lambda: var.generate(lr), cfg.repeats, device, warmup=1)
-    report = {"device": device, "tiles": cfg.tiles,
-              "one_pass_tiles_per_s": cfg.tiles / one,
-              "per_scale_tiles_per_s": cfg.tiles / (x2_only + x4_only),
-              "speedup_one_pass_vs_per_scale": (x2_only + x4_only) / one}  # fmt: skip
-    print(json.dumps(report, indent=2))
-    return report
+    with torch_threads(1, device):  # restored after: the caller's setting is theirs
+        torch.manual_seed(0)
+        tok = MultiScaleRQ(TokenizerConfig()).to(device)
+        tok(torch.rand(8, 3, 32, 32, device=device))
+        tok.eval()
+        var = VARTransformer(tok, VARConfig()).to(device).eval()
+        lr = torch.rand(cfg.tiles, 3, var.lr_side, var.lr_side, device=device)
+        half = var.scales[-1] // 2  # the token side of the x2 output
+        one = best_time(lambda: var.generate(lr, return_scales=True), cfg.repeats, device, warmup=1)
+        x2_only = best_time(lambda: var.generate(lr, stop_at=half), cfg.repeats, device, warmup=1)
+        x4_only = best_time(lambda: var.generate(lr), cfg.repeats, device, warmup=1)
+        report = {"device": device, "tiles": cfg.tiles,
+                  "one_pass_tiles_per_s": cfg.tiles / one,
+                  "per_scale_tiles_per_s": cfg.tiles / (x2_only + x4_only),
+                  "speedup_one_pass_vs_per_scale": (x2_only + x4_only) / one}  # fmt: skip
+        print(json.dumps(report, indent=2))
+        return report

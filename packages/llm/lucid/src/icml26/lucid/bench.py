@@ -18,6 +18,7 @@ from icml26.kernels.attention import softmax_attention
 from icml26.kernels.lucid import lucid_attention, lucid_decode, lucid_solve
 from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
+from icml26.testing.timing import torch_threads
 
 DECODE_CALLS = 20
 """Decode steps per timed measurement: one step is a few microseconds on a GPU."""
@@ -141,25 +142,24 @@ def run_bench(cfg: BenchConfig) -> list[dict]:
     seq_lens = cfg.seq_lens or ((1024, 2048, 4096, 8192, 16384) if cuda else (128, 256, 512, 1024))
     if min(seq_lens, default=0) < 1 or cfg.heads % cfg.kv_heads or cfg.repeats < 1:
         raise ValueError(f"need seq_lens >= 1, heads % kv_heads == 0, repeats >= 1: {cfg}")
-    if cfg.device == "cpu":
-        torch.set_num_threads(1)
-    dtype = torch.bfloat16 if cuda else torch.float32
-    print(
-        f"device {cfg.device}, {dtype}, B={cfg.batch}, H={cfg.heads}/{cfg.kv_heads}, "
-        f"D={cfg.head_dim}"
-    )
-    print(
-        f"{'T':>6s} {'fwd+bwd LUCID/SDPA':>19s} {'decode LUCID/SDPA':>18s} "
-        f"{'peak MiB LUCID/SDPA':>20s} {'attention kernel/SDPA':>22s}"
-    )
-    rows = []
-    for T in seq_lens:
-        r = _bench_one(cfg, T, dtype)
-        rows.append(r)
-        kernel = r["attention kernel ratio"]
+    with torch_threads(1, cfg.device):  # restored after: the caller's setting is theirs
+        dtype = torch.bfloat16 if cuda else torch.float32
         print(
-            f"{T:>6d} {r['fwd+bwd ratio']:>19.2f} {r['decode ratio']:>18.2f} "
-            f"{r['peak MiB lucid']:>9.1f}/{r['peak MiB sdpa']:<10.1f} "
-            f"{'-' if kernel is None else f'{kernel:.2f}':>22s}"
+            f"device {cfg.device}, {dtype}, B={cfg.batch}, H={cfg.heads}/{cfg.kv_heads}, "
+            f"D={cfg.head_dim}"
         )
-    return rows
+        print(
+            f"{'T':>6s} {'fwd+bwd LUCID/SDPA':>19s} {'decode LUCID/SDPA':>18s} "
+            f"{'peak MiB LUCID/SDPA':>20s} {'attention kernel/SDPA':>22s}"
+        )
+        rows = []
+        for T in seq_lens:
+            r = _bench_one(cfg, T, dtype)
+            rows.append(r)
+            kernel = r["attention kernel ratio"]
+            print(
+                f"{T:>6d} {r['fwd+bwd ratio']:>19.2f} {r['decode ratio']:>18.2f} "
+                f"{r['peak MiB lucid']:>9.1f}/{r['peak MiB sdpa']:<10.1f} "
+                f"{'-' if kernel is None else f'{kernel:.2f}':>22s}"
+            )
+        return rows

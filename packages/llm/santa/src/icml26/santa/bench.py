@@ -21,6 +21,7 @@ from icml26.kernels.santa import santa_decode
 from icml26.santa.attention import operating_point
 from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
+from icml26.testing.timing import torch_threads
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -77,55 +78,56 @@ def run_bench(cfg: BenchConfig) -> list[dict]:
         raise ValueError(f"heads ({cfg.heads}) must be a multiple of kv_heads ({cfg.kv_heads})")
     cuda = device.startswith("cuda")
     dtype = DTYPES.get(cfg.dtype) or (torch.bfloat16 if cuda else torch.float32)
-    torch.set_num_threads(cfg.threads)
-    rows = []
-    print(
-        f"device {device}; mode {cfg.mode}; heads {cfg.heads}/{cfg.kv_heads}, d {cfg.head_dim}, "
-        f"{str(dtype).replace('torch.', '')}; min of {cfg.repeats} after a warm-up"
-    )
-    print(
-        f"{'N':>7}{'S':>6}{'tile':>6}{'read f':>8}{'bound 2/(1+f)':>15}{'dense ms':>10}"
-        f"{'santa ms':>10}{'speedup':>9}"
-    )
-    for N in cfg.contexts:
-        g = torch.Generator().manual_seed(0)
-        q = torch.randn(1, cfg.heads, cfg.head_dim, generator=g).to(device, dtype)
-        k = torch.randn(1, cfg.kv_heads, N, cfg.head_dim, generator=g).to(device, dtype)
-        v = torch.randn(1, cfg.kv_heads, N, cfg.head_dim, generator=g).to(device, dtype)
-        q4 = q[:, :, None]  # (B, H, 1, D): made before the clock
-
-        def dense(q4=q4, k=k, v=v):
-            return torch.nn.functional.scaled_dot_product_attention(q4, k, v, enable_gqa=True)
-
-        t_dense = _min_ms(dense, cfg.repeats, device)
-        # a device seed on CUDA (offsets drawn in the kernel), an integer on the CPU reference
-        seed = torch.zeros((), dtype=torch.int64, device=device) if cuda else 0
-        settings = (
-            [(S, cfg.block_n) for S in cfg.samples]
-            if cfg.samples
-            else [operating_point(N, cfg.draws_per_tile)]
+    with torch_threads(cfg.threads, device):  # restored after: the caller's setting is theirs
+        rows = []
+        print(
+            f"device {device}; mode {cfg.mode}; heads {cfg.heads}/{cfg.kv_heads}, "
+            f"d {cfg.head_dim}, {str(dtype).replace('torch.', '')}; min of {cfg.repeats} after a "
+            "warm-up"
         )
-        for S, block_n in settings:
-            res = santa_decode(q, k, v, S, cfg.mode, block_n, seed)
-            f = res.rows_read.double().mean().item() / N
+        print(
+            f"{'N':>7}{'S':>6}{'tile':>6}{'read f':>8}{'bound 2/(1+f)':>15}{'dense ms':>10}"
+            f"{'santa ms':>10}{'speedup':>9}"
+        )
+        for N in cfg.contexts:
+            g = torch.Generator().manual_seed(0)
+            q = torch.randn(1, cfg.heads, cfg.head_dim, generator=g).to(device, dtype)
+            k = torch.randn(1, cfg.kv_heads, N, cfg.head_dim, generator=g).to(device, dtype)
+            v = torch.randn(1, cfg.kv_heads, N, cfg.head_dim, generator=g).to(device, dtype)
+            q4 = q[:, :, None]  # (B, H, 1, D): made before the clock
 
-            def step(S=S, block_n=block_n, q=q, k=k, v=v, seed=seed):
-                return santa_decode(q, k, v, S, cfg.mode, block_n, seed)
+            def dense(q4=q4, k=k, v=v):
+                return torch.nn.functional.scaled_dot_product_attention(q4, k, v, enable_gqa=True)
 
-            t_santa = _min_ms(step, cfg.repeats, device)
-            row = {
-                "N": N,
-                "S": S,
-                "block_n": block_n,
-                "read fraction": f,
-                "roofline bound": 2 / (1 + f),
-                "dense ms": t_dense,
-                "santa ms": t_santa,
-                "speedup": t_dense / t_santa,
-            }
-            rows.append(row)
-            print(
-                f"{N:>7}{S:>6}{block_n:>6}{f:>8.3f}{row['roofline bound']:>15.2f}"
-                f"{row['dense ms']:>10.3f}{row['santa ms']:>10.3f}{row['speedup']:>9.2f}"
+            t_dense = _min_ms(dense, cfg.repeats, device)
+            # a device seed on CUDA (offsets drawn in the kernel), an integer on the CPU reference
+            seed = torch.zeros((), dtype=torch.int64, device=device) if cuda else 0
+            settings = (
+                [(S, cfg.block_n) for S in cfg.samples]
+                if cfg.samples
+                else [operating_point(N, cfg.draws_per_tile)]
             )
-    return rows
+            for S, block_n in settings:
+                res = santa_decode(q, k, v, S, cfg.mode, block_n, seed)
+                f = res.rows_read.double().mean().item() / N
+
+                def step(S=S, block_n=block_n, q=q, k=k, v=v, seed=seed):
+                    return santa_decode(q, k, v, S, cfg.mode, block_n, seed)
+
+                t_santa = _min_ms(step, cfg.repeats, device)
+                row = {
+                    "N": N,
+                    "S": S,
+                    "block_n": block_n,
+                    "read fraction": f,
+                    "roofline bound": 2 / (1 + f),
+                    "dense ms": t_dense,
+                    "santa ms": t_santa,
+                    "speedup": t_dense / t_santa,
+                }
+                rows.append(row)
+                print(
+                    f"{N:>7}{S:>6}{block_n:>6}{f:>8.3f}{row['roofline bound']:>15.2f}"
+                    f"{row['dense ms']:>10.3f}{row['santa ms']:>10.3f}{row['speedup']:>9.2f}"
+                )
+        return rows

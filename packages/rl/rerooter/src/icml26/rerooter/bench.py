@@ -25,6 +25,7 @@ from icml26.rerooter.rerooters import ClusterRerooter, HeuristicRerooter, MixedR
 from icml26.rerooter.search import best_first_search, sqrt_lts
 from icml26.rerooter.sokoban import bundled_levels
 from icml26.testing.results import resolve_device
+from icml26.testing.timing import torch_threads
 
 
 @dataclass(frozen=True)
@@ -65,45 +66,45 @@ def run_bench(cfg: BenchConfig) -> dict[str, dict[str, float]]:
         raise ValueError(f"levels, budget and naive_budget must be >= 1, got {cfg}")
     if cfg.levels > 1000:
         raise ValueError(f"the bundled test file has 1000 levels, asked for {cfg.levels}")
-    torch.set_num_threads(1)
-    levels = bundled_levels("test")[: cfg.levels]
-    evaluators = {"no network": UniformPolicy(heuristic=True)}
-    if cfg.network:
-        torch.manual_seed(cfg.seed)
-        net = TwoHeadedConvNet(ConvNetConfig(blocks=cfg.blocks)).to(device)
-        evaluators["network"] = NetEvaluator(net)
-    b, nb = cfg.budget, cfg.naive_budget
-    out: dict[str, dict[str, float]] = {}
-    for ev_name, ev in evaluators.items():
-        searches = {
-            "LTS": lambda e, ev=ev: lts(e, ev, b),
-            "PHS*": lambda e, ev=ev: phs_star(e, ev, b),
-            "√LTS-H": lambda e, ev=ev: sqrt_lts(e, ev, HeuristicRerooter(), b),
-            "√LTS-L": lambda e, ev=ev: sqrt_lts(e, ev, ClusterRerooter(), b),
-            "√LTS-LH": lambda e, ev=ev: sqrt_lts(e, ev, MixedRerooter(), b),
-            "√LTS-H naive O(d^2)": lambda e, ev=ev: sqrt_lts(
-                e, ev, HeuristicRerooter(), nb, naive=True
-            ),
-        }
-        rates = {name: _rate(fn, levels) for name, fn in searches.items()}
-        lts_rate = rates["LTS"][0]
-        where = f" on {device}" if ev_name == "network" else ""
-        print(f"\n{ev_name}{where}: {cfg.levels} Boxoban test levels, budget {b} (naive: {nb})")
-        print(f"{'search':22s} {'expansions':>10s} {'exp/s':>9s} {'rate / LTS':>10s}")
-        for name, (rate, n) in rates.items():
-            print(f"{name:22s} {n:>10d} {rate:>9.0f} {rate / lts_rate:>10.2f}")
-        out[ev_name] = {name: r for name, (r, _) in rates.items()}
-        out[ev_name].update({f"{name} / LTS": r / lts_rate for name, (r, _) in rates.items()})
-        same = _replay_rates(levels, ev, b, nb)
-        print("same expansion order (LTS's, replayed through each method's bookkeeping):")
-        print(f"{'search':22s} {'expansions':>10s} {'exp/s':>9s} {'rate / LTS':>10s}")
-        for name, (rate, n) in same.items():
-            print(f"{name:22s} {n:>10d} {rate:>9.0f} {rate / same['LTS'][0]:>10.2f}")
-        out[f"{ev_name}, same trace"] = {
-            **{name: r for name, (r, _) in same.items()},
-            **{f"{name} / LTS": r / same["LTS"][0] for name, (r, _) in same.items()},
-        }
-    return out
+    with torch_threads(1, "cpu"):  # restored after: the caller's setting is theirs
+        levels = bundled_levels("test")[: cfg.levels]
+        evaluators = {"no network": UniformPolicy(heuristic=True)}
+        if cfg.network:
+            torch.manual_seed(cfg.seed)
+            net = TwoHeadedConvNet(ConvNetConfig(blocks=cfg.blocks)).to(device)
+            evaluators["network"] = NetEvaluator(net)
+        b, nb = cfg.budget, cfg.naive_budget
+        out: dict[str, dict[str, float]] = {}
+        for ev_name, ev in evaluators.items():
+            searches = {
+                "LTS": lambda e, ev=ev: lts(e, ev, b),
+                "PHS*": lambda e, ev=ev: phs_star(e, ev, b),
+                "√LTS-H": lambda e, ev=ev: sqrt_lts(e, ev, HeuristicRerooter(), b),
+                "√LTS-L": lambda e, ev=ev: sqrt_lts(e, ev, ClusterRerooter(), b),
+                "√LTS-LH": lambda e, ev=ev: sqrt_lts(e, ev, MixedRerooter(), b),
+                "√LTS-H naive O(d^2)": lambda e, ev=ev: sqrt_lts(
+                    e, ev, HeuristicRerooter(), nb, naive=True
+                ),
+            }
+            rates = {name: _rate(fn, levels) for name, fn in searches.items()}
+            lts_rate = rates["LTS"][0]
+            where = f" on {device}" if ev_name == "network" else ""
+            print(f"\n{ev_name}{where}: {cfg.levels} Boxoban test levels, budget {b} (naive: {nb})")
+            print(f"{'search':22s} {'expansions':>10s} {'exp/s':>9s} {'rate / LTS':>10s}")
+            for name, (rate, n) in rates.items():
+                print(f"{name:22s} {n:>10d} {rate:>9.0f} {rate / lts_rate:>10.2f}")
+            out[ev_name] = {name: r for name, (r, _) in rates.items()}
+            out[ev_name].update({f"{name} / LTS": r / lts_rate for name, (r, _) in rates.items()})
+            same = _replay_rates(levels, ev, b, nb)
+            print("same expansion order (LTS's, replayed through each method's bookkeeping):")
+            print(f"{'search':22s} {'expansions':>10s} {'exp/s':>9s} {'rate / LTS':>10s}")
+            for name, (rate, n) in same.items():
+                print(f"{name:22s} {n:>10d} {rate:>9.0f} {rate / same['LTS'][0]:>10.2f}")
+            out[f"{ev_name}, same trace"] = {
+                **{name: r for name, (r, _) in same.items()},
+                **{f"{name} / LTS": r / same["LTS"][0] for name, (r, _) in same.items()},
+            }
+        return out
 
 
 def _replay_rates(levels, ev, budget: int, naive_budget: int) -> dict[str, tuple[float, int]]:

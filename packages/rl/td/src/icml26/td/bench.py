@@ -9,12 +9,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from icml26.td.problems import garnet_mdp
 from icml26.td.schedules import ConstantStepSize, ExponentialStepSize
 from icml26.td.td import td0_sweep
 from icml26.testing.results import resolve_device
+from icml26.testing.timing import torch_threads
 
 
 @dataclass(frozen=True)
@@ -61,34 +61,36 @@ def _stationary(P: np.ndarray) -> np.ndarray:
 
 def run_bench(cfg: BenchConfig) -> dict:
     device = resolve_device(cfg.device)
-    torch.set_num_threads(cfg.threads)
-    problem = garnet_mdp(cfg.n_states, cfg.n_features, 0.9, 0)
-    scheds = [ExponentialStepSize(0.5, cfg.horizon)] + [
-        ConstantStepSize(0.5 / 2**k) for k in range(cfg.schedules - 1)
-    ]
-    on_device = problem.to(device)
-    t0 = time.perf_counter()
-    td0_sweep(on_device, scheds, cfg.horizon, cfg.runs).cpu()  # .cpu() waits for the GPU
-    vec_s = time.perf_counter() - t0
-    vec_ups = cfg.schedules * cfg.runs * cfg.horizon / vec_s
+    with torch_threads(cfg.threads, device):  # restored after: the caller's setting is theirs
+        problem = garnet_mdp(cfg.n_states, cfg.n_features, 0.9, 0)
+        scheds = [ExponentialStepSize(0.5, cfg.horizon)] + [
+            ConstantStepSize(0.5 / 2**k) for k in range(cfg.schedules - 1)
+        ]
+        on_device = problem.to(device)
+        t0 = time.perf_counter()
+        td0_sweep(on_device, scheds, cfg.horizon, cfg.runs).cpu()  # .cpu() waits for the GPU
+        vec_s = time.perf_counter() - t0
+        vec_ups = cfg.schedules * cfg.runs * cfg.horizon / vec_s
 
-    P, r, phi = (x.numpy() for x in (problem.P, problem.r, problem.phi))
-    etas = ExponentialStepSize(0.5, cfg.loop_steps).values().numpy()
-    t0 = time.perf_counter()
-    for k in range(cfg.loop_runs):
-        _loop_td0(P, r, phi, 0.9, etas, k)
-    loop_s = time.perf_counter() - t0
-    loop_ups = cfg.loop_runs * cfg.loop_steps / loop_s
-    out = {
-        "vectorised updates/s": vec_ups,
-        "loop updates/s": loop_ups,
-        "speedup": vec_ups / loop_ups,
-        "device": device,
-    }
-    print(
-        f"vectorised ({device}): {cfg.schedules} schedules x {cfg.runs} runs x {cfg.horizon} "
-        f"steps: {vec_ups:,.0f} updates/s"
-    )
-    print(f"plain loop: {cfg.loop_runs} runs x {cfg.loop_steps} steps: {loop_ups:,.0f} updates/s")
-    print(f"speedup (vectorised / loop): {out['speedup']:.1f}x  (torch threads: {cfg.threads})")
-    return out
+        P, r, phi = (x.numpy() for x in (problem.P, problem.r, problem.phi))
+        etas = ExponentialStepSize(0.5, cfg.loop_steps).values().numpy()
+        t0 = time.perf_counter()
+        for k in range(cfg.loop_runs):
+            _loop_td0(P, r, phi, 0.9, etas, k)
+        loop_s = time.perf_counter() - t0
+        loop_ups = cfg.loop_runs * cfg.loop_steps / loop_s
+        out = {
+            "vectorised updates/s": vec_ups,
+            "loop updates/s": loop_ups,
+            "speedup": vec_ups / loop_ups,
+            "device": device,
+        }
+        print(
+            f"vectorised ({device}): {cfg.schedules} schedules x {cfg.runs} runs x {cfg.horizon} "
+            f"steps: {vec_ups:,.0f} updates/s"
+        )
+        print(
+            f"plain loop: {cfg.loop_runs} runs x {cfg.loop_steps} steps: {loop_ups:,.0f} updates/s"
+        )
+        print(f"speedup (vectorised / loop): {out['speedup']:.1f}x  (torch threads: {cfg.threads})")
+        return out
