@@ -7,6 +7,14 @@ from icml26.fidia.data import load_backbone
 from icml26.fidia.reward import CompositeReward, DesignabilityProxy
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "RewardOutput": "the reward returns it",
+    "Samples": "the policy returns it",
+    "Scores": "the policy returns it",
+    "TrainResult": "train returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 @pytest.fixture(scope="module")
 def proxy(helix):

@@ -9,6 +9,11 @@ from icml26.hist import Slide
 from icml26.hist.cli import load_slides, main
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "TrainResult": "train returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 def _slide(counts):
     n = len(counts)

@@ -14,6 +14,14 @@ from icml26.lipopu import (
 )
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "FitResult": "fit returns it",
+    "MILOutput": "the model returns it",
+    "PocketPrediction": "score_pockets returns it",
+    "Split": "grouped_split returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 def _table(ligands):
     g = np.random.default_rng(0)

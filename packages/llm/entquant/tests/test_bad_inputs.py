@@ -8,6 +8,14 @@ from torch import nn
 from icml26.entquant import load_compressed, quantize, quantize_linear
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "EncodedCodes": "encode returns it",
+    "LayerReport": "quantize reports it",
+    "QuantizeReport": "quantize returns it",
+    "QuantizedWeight": "quantize_linear returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 @pytest.mark.parametrize("lam", [0.0, 3.9, 58.0])
 @pytest.mark.parametrize("qtype", ["fp8_e4m3", "int8"])

@@ -9,6 +9,13 @@ from icml26.lrpo import LanguageRouter, make_question
 from icml26.lrpo.baselines import EXP3Router, UCBRouter, UniformRouter
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "GRPOResult": "train_grpo returns it",
+    "Question": "make_question builds it (tested above)",
+    "RewardOutput": "the reward returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 @pytest.mark.parametrize(
     "topic, key",

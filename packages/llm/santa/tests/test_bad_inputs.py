@@ -5,6 +5,11 @@ import pytest
 from icml26.santa import enable_santa, tiny_llama
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "SantaOutput": "santa_decode returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 @pytest.fixture(scope="module")
 def model():

@@ -6,6 +6,12 @@ import pytest
 from icml26.rerooter.evaluators import check_output
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "BootstrapHistory": "bootstrap returns it",
+    "SearchResult": "the searches return it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 def test_an_unnormalised_log_policy_is_named():
     zeros = np.zeros((2, 4))  # log pi = 0 everywhere: probabilities summing to 4

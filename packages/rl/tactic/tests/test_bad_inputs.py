@@ -9,6 +9,12 @@ import torch
 from icml26.tactic import ShiftingDependencyGame, ShiftingDependencyParallelEnv, max_sum, q_tot
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "ClassFit": "fit_classes returns it",
+    "TrainResult": "train returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 @pytest.fixture
 def env():

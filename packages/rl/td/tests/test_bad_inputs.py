@@ -7,6 +7,11 @@ from icml26.td import LinearTD
 from icml26.td.gym_problems import gymnasium_mrp, gymnasium_transitions
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "Slope": "the slope fit returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 def test_linear_td_stops_at_its_horizon():
     td = LinearTD(2, 0.5, horizon=3, eta0=0.5)

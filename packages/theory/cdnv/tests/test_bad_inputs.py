@@ -8,6 +8,11 @@ from icml26.cdnv import class_stats, ncc_fewshot_error
 from icml26.cdnv.measure_cli import MeasureConfig, run_measure
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "ClassStats": "class_stats returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 LABELS = torch.tensor([0, 0, 1, 1])
 
 

@@ -8,6 +8,13 @@ import torch
 from icml26.testing import assert_rejects
 from icml26.varjepa import FeatureTokenizer, elbo_terms
 
+RETURNED = {
+    "EncodedRows": "FeatureTokenizer.encode returns it",
+    "ProbeResult": "fit_probe returns it",
+    "Split": "split_table returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 
 def test_numbers_stored_as_text_are_refused_not_made_categories():
     frame = pd.DataFrame({"age": ["31", "45", "27.5", None], "city": ["a", "b", "a", "c"]})
