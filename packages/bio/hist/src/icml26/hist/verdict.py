@@ -13,7 +13,15 @@ from icml26.testing.results import (
     judge,
 )
 
-OUTCOME = {"better": "reproduced", "worse": "not reproduced", "tie": "inconclusive"}
+OUTCOME = {
+    "better": "reproduced",
+    "worse": "not reproduced",
+    "tie": "inconclusive",
+    "genes lean better": "inconclusive",
+    "seeds lean better": "inconclusive",
+    "genes lean worse": "inconclusive",
+    "seeds lean worse": "inconclusive",
+}
 
 
 HER2ST_BASELINES = (
@@ -147,9 +155,20 @@ def paired_margin(per: dict, a: str, b: str, panel: str = "hvg", resamples: int 
 
 
 def _call(p: dict) -> str:
-    """better / worse only when both the gene and the seed interval exclude zero; else a tie."""
+    """better / worse only when both the gene and the seed interval exclude zero on the same
+    side; a tie when both hold zero; otherwise the intervals disagree ("genes lean better",
+    "genes lean worse", read as inconclusive): across genes the difference is real, across
+    retrainings it is not shown."""
     (glo, ghi), (slo, shi) = p["gene interval"], p["seed interval"]
-    return "better" if glo > 0 and slo > 0 else "worse" if ghi < 0 and shi < 0 else "tie"
+    if glo > 0 and slo > 0:
+        return "better"
+    if ghi < 0 and shi < 0:
+        return "worse"
+    if glo > 0 or slo > 0:
+        return "genes lean better" if glo > 0 else "seeds lean better"
+    if ghi < 0 or shi < 0:
+        return "genes lean worse" if ghi < 0 else "seeds lean worse"
+    return "tie"
 
 
 def _margin_text(p: dict) -> str:
