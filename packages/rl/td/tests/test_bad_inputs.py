@@ -32,3 +32,98 @@ def test_a_continuous_environment_is_named_not_tabular(make):
 )
 def test_linear_td_constructor(args, names):
     assert_rejects(lambda: LinearTD(*args), names)
+
+
+from icml26.td import (  # noqa: E402
+    Arm,
+    ConstantStepSize,
+    ExponentialStepSize,
+    InverseSqrtStepSize,
+    InverseTimeStepSize,
+    MarkovRewardProcess,
+    MixingTimeStepSize,
+    OracleStepSize,
+    boyan_chain,
+    check_problem,
+    exponential_step_size,
+    garnet_mdp,
+    loglog_slope,
+    stationary_distribution,
+    td0,
+    td0_grid,
+    td0_sweep,
+    td0_update,
+    td_fixed_point,
+)
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: ConstantStepSize(-1.0), "eta"),
+        (lambda: ConstantStepSize(NAN), "eta"),
+        (lambda: ExponentialStepSize(-0.5, 100), "eta0"),
+        (lambda: ExponentialStepSize(0.5, 0), "horizon"),
+        (lambda: exponential_step_size(0.5, 0, 1), "horizon"),
+        (lambda: InverseSqrtStepSize(-1.0), "eta0"),
+        (lambda: InverseTimeStepSize(-1.0, 1.0), "c"),
+        (lambda: InverseTimeStepSize(1.0, -1.0), "t0"),
+        (lambda: MixingTimeStepSize(1.0, -2.0), "tau_mix"),
+        (lambda: OracleStepSize(-0.1, 0.9), "omega"),
+        (lambda: OracleStepSize(0.1, 1.0), "gamma"),
+    ],
+)
+def test_step_size_schedules_name_a_bad_constant(make, name):
+    assert_rejects(make, name)
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: garnet_mdp(1, 1, 0.9, 0), "n_states"),
+        (lambda: garnet_mdp(5, 0, 0.9, 0), "n_features"),
+        (lambda: garnet_mdp(5, 3, 1.5, 0), "gamma"),
+        (lambda: boyan_chain(0.9, n_states=2), "n_states"),
+        (lambda: boyan_chain(1.0), "gamma"),
+    ],
+)
+def test_problem_builders_name_a_bad_size_or_discount(make, name):
+    assert_rejects(make, name)
+
+
+def test_transition_matrices_must_be_stochastic():
+    bad = torch.tensor([[0.5, 0.6], [0.5, 0.5]], dtype=torch.float64)
+    assert_rejects(lambda: stationary_distribution(bad), "P")
+    assert_rejects(lambda: stationary_distribution(torch.tensor([[NAN, 1.0], [0.5, 0.5]])), "P")
+    p = garnet_mdp(5, 3, 0.9, 0)
+    assert_rejects(lambda: check_problem(bad, p.r[:2], p.phi[:2], 0.9), "P")
+    assert_rejects(lambda: check_problem(p.P, p.r, p.phi * 10, 0.9), "phi")
+    assert_rejects(lambda: check_problem(p.P, p.r[:3], p.phi, 0.9), "r")
+    assert_rejects(lambda: td_fixed_point(p.P, p.r, p.phi, 0.9, p.mu * 2), "mu")
+    assert_rejects(lambda: MarkovRewardProcess(bad, p.r[:2], p.phi[:2], 0.9, p.mu[:2]), "P")
+
+
+def test_runs_name_a_bad_horizon_run_count_or_sampling():
+    p = garnet_mdp(5, 3, 0.9, 0)
+    sched = ConstantStepSize(0.1)
+    assert_rejects(lambda: td0(p.P, p.r, p.phi, 0.9, sched, 0), "horizon")
+    assert_rejects(lambda: td0(p.P, p.r, p.phi, 0.9, sched, 10, runs=0), "runs")
+    assert_rejects(lambda: td0(p.P, p.r, p.phi, 0.9, sched, 10, sampling="sometimes"), "sampling")
+    assert_rejects(lambda: td0_sweep(p, [sched], 10, 0), "runs")
+    assert_rejects(lambda: td0_grid([p], [Arm(sched)], [0], 1), "checkpoints")
+    assert_rejects(lambda: Arm(sched, average="median"), "average")
+
+
+def test_a_single_update_names_mismatched_shapes_and_non_finite_rewards():
+    theta = torch.zeros(3)
+    phi = torch.eye(3)[:2]
+    assert_rejects(lambda: td0_update(theta, phi, torch.ones(2), phi[:, :2], 0.9, 0.1), "phi_next")
+    assert_rejects(lambda: td0_update(theta, phi, torch.tensor([1.0, NAN]), phi, 0.9, 0.1), "r")
+
+
+def test_loglog_slope_names_bad_horizons_and_errors():
+    assert_rejects(lambda: loglog_slope([10, 10], [[1.0], [2.0]]), "horizons")
+    assert_rejects(lambda: loglog_slope([10, 100], [[1.0], [-2.0]]), "errors")
+    assert_rejects(lambda: loglog_slope([10, 100], [[1.0], [NAN]]), "errors")

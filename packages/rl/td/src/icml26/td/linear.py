@@ -34,7 +34,10 @@ def _batch(phi, r, phi_next, done) -> tuple[torch.Tensor, ...]:
     if phi.ndim != 2 or phi.shape[0] == 0:
         raise ValueError(f"phi must be (B, d) features of B >= 1 states, got {tuple(phi.shape)}")
     B, d = phi.shape
-    phi_next = torch.as_tensor(phi_next, device=phi.device, dtype=phi.dtype).reshape(-1, d)
+    phi_next = torch.as_tensor(phi_next, device=phi.device, dtype=phi.dtype)
+    if phi_next.shape[-1:] != (d,) or phi_next.numel() != B * d:
+        raise ValueError(f"phi_next must be ({B}, {d}) like phi, got {tuple(phi_next.shape)}")
+    phi_next = phi_next.reshape(B, d)
     r = torch.as_tensor(r, device=phi.device, dtype=phi.dtype).reshape(-1)
     done = (
         torch.zeros(B, device=phi.device, dtype=phi.dtype)

@@ -34,6 +34,20 @@ def _as_f64(x, name: str, device=None) -> torch.Tensor:
     return t
 
 
+def _check_transitions(P, atol: float = 1e-8) -> torch.Tensor:
+    """``P`` as a float64 square row-stochastic matrix, or a ValueError naming ``P``."""
+    P = _as_f64(P, "P")
+    if P.ndim != 2 or P.shape[0] != P.shape[1]:
+        raise ValueError(f"P must be a square (S, S) transition matrix, got shape {tuple(P.shape)}")
+    if (-atol > P).any():
+        raise ValueError("P must be row-stochastic: it has negative entries")
+    rows = P.sum(1)
+    if not torch.allclose(rows, torch.ones_like(rows), atol=1e-6):
+        i = int((rows - 1).abs().argmax())
+        raise ValueError(f"P must be row-stochastic: row {i} sums to {rows[i].item():.6g}, not 1")
+    return P
+
+
 def check_problem(P, r, phi, gamma, mu=None, *, atol: float = 1e-8):
     """Validate and convert a policy-evaluation problem; returns float64 tensors (P, r, phi, mu).
 
@@ -46,15 +60,7 @@ def check_problem(P, r, phi, gamma, mu=None, *, atol: float = 1e-8):
         raise ValueError(f"gamma must be a finite number in [0, 1), got {gamma!r}")
     if not 0.0 <= gamma < 1.0:
         raise ValueError(f"gamma must lie in [0, 1), got {gamma}")
-    P = _as_f64(P, "P")
-    if P.ndim != 2 or P.shape[0] != P.shape[1]:
-        raise ValueError(f"P must be a square (S, S) transition matrix, got shape {tuple(P.shape)}")
-    if (-atol > P).any():
-        raise ValueError("P must be row-stochastic: it has negative entries")
-    rows = P.sum(1)
-    if not torch.allclose(rows, torch.ones_like(rows), atol=1e-6):
-        i = int((rows - 1).abs().argmax())
-        raise ValueError(f"P must be row-stochastic: row {i} sums to {rows[i].item():.6g}, not 1")
+    P = _check_transitions(P, atol)
     S = P.shape[0]
     r = _as_f64(r, "r", P.device)
     if r.shape != (S,):
@@ -80,7 +86,7 @@ def check_problem(P, r, phi, gamma, mu=None, *, atol: float = 1e-8):
 
 def stationary_distribution(P: ArrayLike) -> torch.Tensor:
     """The stationary distribution ``mu`` of an ergodic chain: ``mu P = mu``, ``sum mu = 1``."""
-    P = _as_f64(P, "P")
+    P = _check_transitions(P)
     S = P.shape[0]
     # Least squares on [P^T - I; 1^T] mu = [0; 1]: exact for an ergodic chain.
     M = torch.cat([P.T - torch.eye(S, dtype=P.dtype, device=P.device), P.new_ones(1, S)])
