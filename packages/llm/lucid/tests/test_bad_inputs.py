@@ -31,3 +31,42 @@ def test_wrong_shapes_are_named():
     mask = torch.ones(2, 4, dtype=torch.bool)
     assert_rejects(lambda: attn(torch.randn(2, 5, 16), attention_mask=mask), ["attention_mask"])
     assert_rejects(lambda: LucidAttention(16, 3), ["num_heads"])
+
+
+from icml26.lucid import (  # noqa: E402
+    TinyLMConfig,
+    apply_rope,
+    lucid_attention,
+    masked_lucid_solve,
+)
+
+Q = torch.randn(1, 2, 8, 4)
+
+
+@pytest.mark.parametrize(
+    "q, k, name",
+    [
+        (torch.full_like(Q, float("nan")), Q, "q"),
+        (Q, Q[..., :3], "k"),
+        (Q.long(), Q.long(), "q"),
+        (Q[0], Q[0], "q"),
+    ],
+)
+def test_lucid_attention_names_bad_tensors(q, k, name):
+    assert_rejects(lambda: lucid_attention(q, k, k), name)
+
+
+def test_the_solve_names_mismatched_values():
+    assert_rejects(lambda: masked_lucid_solve(Q, Q[..., :6, :], None), "v")
+
+
+def test_rope_names_a_bad_base():
+    assert_rejects(lambda: apply_rope(Q, 0, -1.0), "base")
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [({"vocab_size": -1}, "vocab_size"), ({"dim": 63}, "heads"), ({"kind": "linear"}, "kind")],
+)
+def test_tiny_lm_config_names_a_bad_shape(kwargs, name):
+    assert_rejects(lambda: TinyLMConfig(**kwargs), name)

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from icml26.kernels.attention import check_attention_inputs
 from icml26.kernels.lucid import (
     compute_dtype,
     lucid_attention,
@@ -86,6 +87,7 @@ def masked_lucid_solve(
     """``V' = L^{-1} V`` with L restricted by the attention mask (``masked_preconditioner``);
     (B, H_kv, T, D) in the solve's precision. Materialises the (T, T) L: for masked attention,
     which materialises a (T, T) mask anyway; unmasked causal attention uses ``lucid_solve``."""
+    check_attention_inputs(None, k, v)
     L = masked_preconditioner(k, allowed)
     return torch.linalg.solve_triangular(L, v.to(L.dtype), upper=False, unitriangular=True)
 
@@ -159,6 +161,8 @@ def apply_rope(
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ValueError(f"rotary embeddings need an even head dimension, got {D}")
+    if not (isinstance(base, int | float) and math.isfinite(base) and base > 1):
+        raise ValueError(f"rope base must be a finite number > 1 (Llama: 10000), got {base!r}")
     ct = compute_dtype(x.dtype)  # angles in fp32 (fp64 for fp64 inputs), as the solve
     inv_freq = base ** (-torch.arange(0, D, 2, device=x.device, dtype=ct) / D)
     if positions is None:

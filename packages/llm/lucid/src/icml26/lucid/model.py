@@ -41,6 +41,19 @@ class TinyLMConfig:
     detach_preconditioner: bool = False
     """Build L from detached keys (diagnostic variant)."""
 
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "max_len", "dim", "layers", "heads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.dim % self.heads:
+            raise ValueError(f"dim ({self.dim}) must be a multiple of heads ({self.heads})")
+        if self.kind not in ("lucid", "softmax"):
+            raise ValueError(f"kind must be 'lucid' or 'softmax', got {self.kind!r}")
+        if not self.temperature > 0 or (self.rope_base is not None and not self.rope_base > 0):
+            raise ValueError(f"temperature and rope_base must be positive, got "
+                             f"{self.temperature}, {self.rope_base}")  # fmt: skip
+
 
 class Block(nn.Module):
     def __init__(self, cfg: TinyLMConfig) -> None:
