@@ -202,17 +202,11 @@ UNTESTED = {
         "register_lucid",
     },
     "icml26-santa": {
-        "SantaState",
-        "corpus_text",
         "disable_santa",
-        "expected_output",
         "load_smollm2",
-        "official_block_n",
-        "operating_point",
         "python_docs_text",
         "santa_attention_forward",
         "santa_decode",
-        "santa_decode_reference",
     },
     "icml26-rerooter": {
         "AuthorsBootstrapConfig",

@@ -29,3 +29,51 @@ def model():
 )
 def test_enable_santa_rejects_bad_settings(model, kwargs, names):
     assert_rejects(lambda: enable_santa(model, **kwargs), names)
+
+
+import torch  # noqa: E402
+
+from icml26.santa import (  # noqa: E402
+    SantaState,
+    corpus_text,
+    expected_output,
+    official_block_n,
+    operating_point,
+    santa_decode_reference,
+)
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.5, True])
+def test_cache_sizes_must_be_positive_integers(n):
+    assert_rejects(lambda: official_block_n(n), "n_keys")
+    assert_rejects(lambda: operating_point(n if n != 2.5 else 0), "n_keys")
+
+
+def test_corpus_length_must_be_non_negative():
+    assert_rejects(lambda: corpus_text(-5), "min_chars")
+
+
+Q, K = torch.randn(1, 2, 8), torch.randn(1, 2, 16, 8)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"num_samples": 0}, "num_samples"),
+        ({"num_samples": 4, "mode": "stratified"}, "mode"),
+        ({"num_samples": 4, "block_n": 0}, "block_n"),
+    ],
+)
+def test_the_estimator_names_a_bad_setting(kwargs, name):
+    assert_rejects(lambda: santa_decode_reference(Q, K, K, **kwargs), name)
+    assert_rejects(lambda: expected_output(Q, K, K, **{"mode": "iid", **kwargs}), name)
+
+
+def test_the_estimator_names_non_finite_or_mismatched_tensors():
+    assert_rejects(lambda: santa_decode_reference(Q, K[..., :4], K, 4), "k")
+    assert_rejects(lambda: santa_decode_reference(torch.full_like(Q, float("nan")), K, K, 4), "q")
+
+
+def test_the_santa_state_names_a_bad_setting():
+    assert_rejects(lambda: SantaState(num_samples=0), "num_samples")
+    assert_rejects(lambda: SantaState(mode="nope"), "mode")

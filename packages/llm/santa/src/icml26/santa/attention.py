@@ -53,6 +53,19 @@ class SantaState:
     counters: torch.Tensor | None = field(default=None, repr=False)
     """(value rows read, value rows a dense decode would read) summed over calls (int64)."""
 
+    def __post_init__(self) -> None:
+        def positive(name):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+
+        positive("num_samples")
+        positive("block_n")  # keys per tile
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+
     def _on(self, device: torch.device) -> None:
         if self.step is None:
             self.step = torch.tensor(self.seed, dtype=torch.int64, device=device)
@@ -186,6 +199,8 @@ AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)
 
 def official_block_n(n_keys: int) -> int:
     """The authors' tile size: 32 keys up to 3072 cached keys, 256 above (their kernels)."""
+    if isinstance(n_keys, bool) or not isinstance(n_keys, int) or n_keys < 1:
+        raise ValueError(f"n_keys must be a positive integer, got {n_keys!r}")
     return 32 if n_keys <= 3072 else 256
 
 
@@ -222,19 +237,11 @@ def enable_santa(
     capture: Callable | None = None,
 ) -> SantaState:
     """Make every decode step of ``model`` use SANTA; returns the shared state (stats inside)."""
-    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
-        raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n < 1:
-        raise ValueError(f"block_n must be an integer >= 1 (keys per tile), got {block_n!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+    state = SantaState(num_samples, mode, block_n, seed, capture=capture)  # checks the settings
     modules = _attention_modules(model)
     if getattr(model.config, "attn_logit_softcapping", None) is not None:
         raise ValueError(_SOFTCAP + f" (this model's config sets attn_logit_softcapping="
                          f"{model.config.attn_logit_softcapping})")  # fmt: skip
-    state = SantaState(num_samples, mode, block_n, seed, capture=capture)
     state.previous_implementation = getattr(model.config, "_attn_implementation", None) or "sdpa"
     for m in modules:
         m.santa_state = state

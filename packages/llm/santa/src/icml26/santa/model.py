@@ -76,6 +76,8 @@ def corpus_text(min_chars: int = 1_200_000) -> str:
     windows."""
     import sysconfig
 
+    if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 0:
+        raise ValueError(f"min_chars must be a non-negative integer, got {min_chars!r}")
     parts = [python_docs_text()]
     size = len(parts[0])
     for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
