@@ -114,11 +114,7 @@ UNTESTED = {
         "bridge_matching_loss",
         "corrector_matching_loss",
         "frechet_distance",
-        "mmd",
-        "ot_pairing",
-        "sb_pairing",
         "sb_path",
-        "sliced_w2",
         "straightness",
     },
     "icml26-fahnes": {
@@ -129,14 +125,11 @@ UNTESTED = {
         "targets",
     },
     "icml26-streamflow": {
-        "PeRFlowWindows",
         "VaeDecoder",
         "digits_images",
         "encode_image",
         "flux_mu",
         "from_pipe",
-        "sequential_sample",
-        "train_flow_matching",
     },
     "icml26-varsr": {
         "FitConfig",

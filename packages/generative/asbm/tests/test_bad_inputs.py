@@ -32,3 +32,28 @@ def test_training_sizes_must_be_positive(stage, kwargs, name):
     model = _asbm(sim_steps=4)
     data = torch.randn(32, 2)
     assert_rejects(lambda: getattr(model, stage)(data, **kwargs, progress=False), [name])
+
+
+from icml26.asbm import mmd, ot_pairing, sb_pairing, sliced_w2  # noqa: E402
+
+X = torch.randn(10, 2)
+
+
+@pytest.mark.parametrize(
+    "y, name",
+    [
+        (torch.randn(12, 3), "share the sample shape"),
+        (torch.full((10, 2), float("nan")), "y holds NaN"),
+        (torch.randn(1, 2), "y must hold >= 2"),
+        (torch.zeros(10, 2, dtype=torch.long), "y must hold >= 2 float"),
+    ],
+)
+def test_metrics_name_bad_sample_sets(y, name):
+    assert_rejects(lambda: mmd(X, y), name)
+    assert_rejects(lambda: sliced_w2(X, y), name)
+
+
+def test_pairings_name_bad_minibatches():
+    assert_rejects(lambda: ot_pairing(X, torch.randn(10, 3)), "x0 and x1")
+    assert_rejects(lambda: ot_pairing(X, torch.randn(8, 2)), "as many samples")
+    assert_rejects(lambda: sb_pairing(X, X, 0.0, torch.Generator()), "sigma")

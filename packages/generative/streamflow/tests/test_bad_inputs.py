@@ -30,3 +30,22 @@ def test_a_latent_shape_the_model_cannot_take_is_named_at_construction(denoiser)
 def test_custom_sigmas_must_run_from_noise_to_data(sigmas):
     assert_rejects(lambda: BatchedFlowScheduler(3, sigmas=sigmas), "sigmas")
     BatchedFlowScheduler(3, sigmas=[1.0, 0.6, 0.2])  # decreasing within (0, 1]: accepted
+
+
+from icml26.streamflow import PeRFlowWindows, sequential_sample, train_flow_matching  # noqa: E402
+
+
+def test_the_sequential_baseline_names_a_bad_step_count_or_batch(denoiser):
+    assert_rejects(lambda: sequential_sample(denoiser, torch.randn(1, 1, 8, 8), 0), "num_steps")
+    assert_rejects(lambda: sequential_sample(denoiser, torch.randn(0, 1, 8, 8), 2), "noise")
+    assert_rejects(lambda: PeRFlowWindows(0), "num_steps")
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [({"steps": -1}, "steps"), ({"batch_size": 0}, "batch_size"), ({"lr": 0.0}, "lr")],
+)
+def test_training_names_a_bad_budget(kwargs, name):
+    model = unet("tiny", 8, seed=0)
+    assert_rejects(lambda: train_flow_matching(model, torch.randn(4, 1, 8, 8), **kwargs), name)
+    assert_rejects(lambda: train_flow_matching(model, torch.zeros(0, 1, 8, 8)), "data")

@@ -20,6 +20,7 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.asbm.asbm import TRAIN_COST, _check_data, _ddp, _rank, module_device
+from icml26.asbm.metrics import check_samples
 from icml26.asbm.nets import MLP
 from icml26.asbm.sde import GaussianEnergy, randn
 
@@ -37,6 +38,9 @@ def sb_pairing(x0: torch.Tensor, x1: torch.Tensor, sigma: float, gen: torch.Gene
     OT plan -- the sigma -> 0 limit, ``ot_pairing`` -- is used instead. (torchcfm's SB-CFM uses
     the exact plan by default, and falls back to the independent coupling when Sinkhorn fails.)
     """
+    check_samples(x0, x1, ("x0", "x1"))
+    if not (isinstance(sigma, int | float) and sigma > 0):
+        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
     M = torch.cdist(x0.flatten(1), x1.flatten(1)).pow(2).double().cpu().numpy()
     n, m = M.shape
     a, b = np.full(n, 1.0 / n), np.full(m, 1.0 / m)
@@ -68,6 +72,7 @@ def sb_path(x0, x1, t, eps, sigma: float) -> tuple[torch.Tensor, torch.Tensor]:
 def ot_pairing(x0: torch.Tensor, x1: torch.Tensor) -> torch.Tensor:
     """A permutation of x1 (on x1's device) that solves the exact OT problem with squared
     Euclidean cost."""
+    check_samples(x0, x1, ("x0", "x1"), same_size=True)
     # POT's exact solver runs on the host: the cost matrix goes to NumPy and the plan comes back.
     M = torch.cdist(x0.flatten(1), x1.flatten(1)).pow(2).double().cpu().numpy()
     n = len(x0)

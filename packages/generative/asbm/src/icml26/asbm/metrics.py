@@ -8,10 +8,32 @@ import torch
 from torch import nn
 
 
+def check_samples(x, y, names: tuple[str, str] = ("x", "y"), same_size: bool = False):
+    """Two sample sets (n, ...) and (m, ...) of one shape per sample, finite floats, n, m >= 2:
+    returned flattened to (n, D) float64; a ValueError / TypeError naming the argument else."""
+    out = []
+    for v, name in zip((x, y), names, strict=True):
+        if not isinstance(v, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of samples, got {type(v).__name__}")
+        if not v.is_floating_point() or v.ndim < 2 or len(v) < 2:
+            raise ValueError(f"{name} must hold >= 2 float samples (n, ...), got {v.dtype} "
+                             f"{tuple(v.shape)}")  # fmt: skip
+        if not bool(torch.isfinite(v).all()):
+            raise ValueError(f"{name} holds NaN or inf")
+        out.append(v.flatten(1).double())
+    if out[0].shape[1] != out[1].shape[1] or x.shape[1:] != y.shape[1:]:
+        raise ValueError(f"{names[0]} and {names[1]} must share the sample shape, got "
+                         f"{tuple(x.shape[1:])} and {tuple(y.shape[1:])}")  # fmt: skip
+    if same_size and len(x) != len(y):
+        raise ValueError(f"{names[0]} and {names[1]} must hold as many samples, got {len(x)} "
+                         f"and {len(y)}")  # fmt: skip
+    return out
+
+
 def mmd(x: torch.Tensor, y: torch.Tensor, bandwidths=(0.1, 0.2, 0.5, 1.0, 2.0, 5.0)) -> float:
     """Unbiased squared MMD with a sum of RBF kernels; bandwidths are multiples of the median
     pairwise distance of y (so the number is scale-free)."""
-    x, y = x.flatten(1).double(), y.flatten(1).double()
+    x, y = check_samples(x, y)
     dyy = torch.cdist(y, y)
     med = dyy[dyy > 0].median()
     dxx, dxy = torch.cdist(x, x), torch.cdist(x, y)
@@ -28,7 +50,7 @@ def mmd(x: torch.Tensor, y: torch.Tensor, bandwidths=(0.1, 0.2, 0.5, 1.0, 2.0, 5
 
 def sliced_w2(x: torch.Tensor, y: torch.Tensor, projections: int = 256, seed: int = 0) -> float:
     """Sliced Wasserstein-2 over random directions (equal sample sizes are subsampled)."""
-    x, y = x.flatten(1).double(), y.flatten(1).double()
+    x, y = check_samples(x, y)
     n = min(len(x), len(y))
     # Subsets and directions come from a seeded CPU generator: the same on every device.
     g = torch.Generator().manual_seed(seed)
@@ -96,6 +118,7 @@ def feature_mmd(net: FeatureNet, x: torch.Tensor, y: torch.Tensor) -> float:
 @torch.no_grad()
 def frechet_distance(net: FeatureNet, x: torch.Tensor, y: torch.Tensor) -> float:
     """Fréchet distance between Gaussian fits of the classifier features of x and y."""
+    check_samples(x, y)
     fx, fy = net.body(x).double(), net.body(y).double()
     mx, my = fx.mean(0), fy.mean(0)
     cx, cy = torch.cov(fx.T), torch.cov(fy.T)

@@ -6,6 +6,7 @@ windowed one, lives in ``reference.py``."""
 import torch
 
 from icml26.streamflow.pipeline import Condition, Denoiser
+from icml26.streamflow.scheduler import check_steps
 
 
 def sequential_sample(
@@ -19,6 +20,10 @@ def sequential_sample(
     step, one model call per step. Default: diffusers' ``FlowMatchEulerDiscreteScheduler.step``
     itself; with ``scheduler`` (a :class:`BatchedFlowScheduler` or :class:`PeRFlowWindows`), its
     step with a homogeneous step index. ``condition``: (B, ...) tensor or dict of them."""
+    num_steps = check_steps(num_steps)
+    if not isinstance(noise, torch.Tensor) or noise.ndim < 2 or len(noise) == 0:
+        raise ValueError(f"noise must be a (B, ...) tensor with B >= 1, got "
+                         f"{tuple(getattr(noise, 'shape', ()))}")  # fmt: skip
     x = noise
     if scheduler is None:
         from diffusers import FlowMatchEulerDiscreteScheduler

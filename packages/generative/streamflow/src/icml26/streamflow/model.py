@@ -62,6 +62,15 @@ def train_flow_matching(
     Runs on the model's device (batches are moved there). Indices, noise and times come from a
     seeded CPU generator, so a seed draws the same batches on every device.
     """
+    for name, value in (("steps", steps), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be positive, got {lr!r}")
+    if not isinstance(data, torch.Tensor) or not data.is_floating_point() or len(data) == 0:
+        raise ValueError(f"data must be a non-empty float tensor of images (N, C, H, W), got "
+                         f"{getattr(data, 'dtype', type(data).__name__)} "
+                         f"{tuple(getattr(data, 'shape', ()))}")  # fmt: skip
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)

@@ -29,7 +29,7 @@ import torch
 __all__ = ["BatchedFlowScheduler", "PeRFlowWindows", "flux_mu", "perflow_windows"]
 
 
-def _check_steps(num_steps) -> int:
+def check_steps(num_steps) -> int:
     if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
         raise ValueError(f"num_steps must be an integer >= 1, got {num_steps!r}")
     return num_steps
@@ -96,7 +96,7 @@ class BatchedFlowScheduler(_Tables):
             shift=shift,
             use_dynamic_shifting=use_dynamic_shifting,
         )
-        self._read(ref, _check_steps(num_steps), sigmas, mu)
+        self._read(ref, check_steps(num_steps), sigmas, mu)
 
     @classmethod
     def from_diffusers(
@@ -129,7 +129,7 @@ class BatchedFlowScheduler(_Tables):
         if mu is not None and not dynamic:
             raise ValueError("mu is given but this scheduler does not use dynamic shifting")
         self = cls.__new__(cls)
-        self._read(copy.deepcopy(scheduler), _check_steps(num_steps), sigmas, mu)
+        self._read(copy.deepcopy(scheduler), check_steps(num_steps), sigmas, mu)
         return self
 
     def _read(self, ref, num_steps, sigmas, mu):
@@ -220,7 +220,7 @@ class PeRFlowWindows(_Tables):
         t_noise: float = 1.0,
         t_clean: float = 0.0,
     ):
-        _check_steps(num_steps)
+        check_steps(num_steps)
         if isinstance(num_windows, bool) or not isinstance(num_windows, int) or num_windows < 1:
             raise ValueError(f"num_windows must be an integer >= 1, got {num_windows!r}")
         if num_steps < num_windows:
