@@ -72,3 +72,30 @@ def test_upscale_cli_on_a_non_image_file_is_one_line_and_exit_2(saved, tmp_path,
     assert main(["upscale", str(text), str(out), "--model", str(saved)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "notes.png" in err[0] and not out.exists()
+
+
+import numpy as np  # noqa: E402
+
+from icml26.varsr import FitConfig, bicubic_up, psnr_ssim, to_image  # noqa: E402
+
+
+def test_scales_must_be_positive_integers():
+    assert_rejects(lambda: bicubic_up(torch.rand(3, 8, 8), 0), "scale")
+    assert_rejects(lambda: psnr_ssim(torch.rand(3, 32, 32), torch.rand(3, 32, 32), 0), "scale")
+
+
+def test_metrics_name_an_8_bit_reference_and_images_too_small_to_score():
+    x = torch.rand(3, 32, 32)
+    assert_rejects(lambda: psnr_ssim(x, x * 255, 4), "hr")
+    assert_rejects(lambda: psnr_ssim(x[:, :16, :16], x[:, :16, :16], 4), "too small")
+    assert psnr_ssim(x, x, 4)[1] > 0.999  # SR is rounded to 8 bits first
+
+
+def test_float_arrays_outside_0_1_are_not_clamped_white():
+    assert_rejects(lambda: to_image(np.full((8, 8, 3), 200.0)), "image")
+    assert to_image(np.full((8, 8, 3), 200, dtype=np.uint8)).max() == pytest.approx(200 / 255)
+
+
+def test_fit_config_names_a_bad_budget():
+    assert_rejects(lambda: FitConfig(steps=-1), "steps")
+    assert_rejects(lambda: FitConfig(lr=0.0), "lr")

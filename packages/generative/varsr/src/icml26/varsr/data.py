@@ -59,7 +59,10 @@ def to_image(arr, name: str = "image") -> torch.Tensor:
     x = torch.from_numpy(np.array(arr[..., :3], copy=True)).permute(2, 0, 1).float()
     if arr.dtype == np.uint16:
         return x / 65535.0
-    return (x / 255.0).clamp(0, 1) if arr.dtype == np.uint8 else x.clamp(0, 1)
+    if arr.dtype == np.uint8:
+        return x / 255.0
+    # a float image must already be in [0, 1]: clamping 0..255 floats would whiten the image
+    return check_image(x, name)[0]
 
 
 RANGE_SLACK = 1e-4
@@ -101,9 +104,16 @@ def downsample(x: torch.Tensor, scale: int) -> torch.Tensor:
     return (y.clamp(0, 1) * 255).round() / 255
 
 
+def _check_scale(scale) -> int:
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be a positive integer, got {scale!r}")
+    return scale
+
+
 def bicubic_up(x: torch.Tensor, scale: int) -> torch.Tensor:
     """Bicubic upsampling by ``scale`` (the baseline and the DPO rejected answer)."""
     x = check_image(x)
+    _check_scale(scale)
     return F.interpolate(x, scale_factor=scale, mode="bicubic", align_corners=False).clamp(0, 1)
 
 
@@ -149,10 +159,25 @@ def luma(x: torch.Tensor) -> np.ndarray:
     return rgb2ycbcr(x.permute(1, 2, 0).double().numpy())[..., 0]
 
 
+SSIM_WINDOW = 11
+"""The side of skimage's Gaussian SSIM window at sigma 1.5 (truncated at 3.5 sigma)."""
+
+
 def _shaved_luma(sr: torch.Tensor, hr: torch.Tensor, scale: int) -> tuple[np.ndarray, np.ndarray]:
     """Luma of HR and of the 8-bit rounded SR image, ``scale`` pixels shaved from each border."""
     if sr.shape != hr.shape:
         raise ValueError(f"sr and hr differ in shape: {tuple(sr.shape)} vs {tuple(hr.shape)}")
+    hr = check_image(hr, "hr")  # sr is clamped below: a model may overshoot [0, 1] a little
+    if len(hr) != 1:
+        raise ValueError(f"sr and hr must be one image (3, H, W), got a batch of {len(hr)}")
+    hr, sr = hr[0], sr.reshape(hr.shape[1:])
+    if not bool(torch.isfinite(sr).all()):
+        raise ValueError("sr holds NaN or inf")
+    _check_scale(scale)
+    if min(sr.shape[-2:]) - 2 * scale < SSIM_WINDOW:
+        raise ValueError(f"the images ({tuple(sr.shape[-2:])}) are too small: {scale} pixels are "
+                         f"shaved from each border and SSIM's Gaussian window needs "
+                         f"{SSIM_WINDOW} x {SSIM_WINDOW} left")  # fmt: skip
     sr = (sr.clamp(0, 1) * 255).round() / 255
     return luma(hr)[scale:-scale, scale:-scale], luma(sr)[scale:-scale, scale:-scale]
 

@@ -44,9 +44,14 @@ class FitConfig:
     save_every: int = 0
     """Checkpoint every this many steps (0: at the end only, when a folder is given)."""
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
         if self.steps < 0 or self.batch < 1 or not self.lr > 0 or self.save_every < 0:
-            raise ValueError("steps >= 0, batch >= 1, lr > 0 and save_every >= 0 needed")
+            raise ValueError(f"FitConfig needs steps >= 0, batch >= 1, lr > 0 and save_every >= 0, "
+                             f"got steps={self.steps}, batch={self.batch}, lr={self.lr}, "
+                             f"save_every={self.save_every}")  # fmt: skip
 
 
 def _rank_world() -> tuple[int, int]:
