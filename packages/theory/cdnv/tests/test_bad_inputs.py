@@ -41,3 +41,48 @@ def test_measure_names_what_is_wrong_with_the_file(tmp_path):
     )
     assert "['labels']" in message and "is not a file" not in message
     assert_rejects(lambda: run_measure(MeasureConfig(path=tmp_path / "absent.npz")), "path")
+
+
+from icml26.cdnv import (  # noqa: E402
+    ImageAugment,
+    MLPEncoder,
+    barlow_twins_loss,
+    cdnv,
+    collapse_ratio,
+    directional_cdnv,
+    fewshot_bound,
+    pairwise_bound,
+    simclr_loss,
+    vicreg_loss,
+)
+
+
+@pytest.mark.parametrize("loss", [simclr_loss, vicreg_loss, barlow_twins_loss])
+def test_ssl_losses_name_views_that_do_not_match(loss):
+    assert_rejects(lambda: loss(torch.randn(4, 3), torch.randn(5, 3)), "z1 and z2")
+    assert_rejects(lambda: loss(torch.randn(4, 3), torch.randn(4, 2)), "z1 and z2")
+    assert_rejects(lambda: loss(torch.randn(4, 3).long(), torch.randn(4, 3)), "z1")
+
+
+def test_ssl_loss_weights_must_be_positive():
+    z = torch.randn(4, 3)
+    assert_rejects(lambda: simclr_loss(z, z, 0.0), "temperature")
+    assert_rejects(lambda: vicreg_loss(z, z, var_w=-1.0), "var_w")
+    assert_rejects(lambda: barlow_twins_loss(z, z, float("nan")), "lambd")
+
+
+def test_encoders_and_augmentations_name_bad_sizes():
+    assert_rejects(lambda: MLPEncoder(0), "in_dim")
+    assert_rejects(lambda: MLPEncoder(4, depth=-1), "depth")
+    assert_rejects(lambda: ImageAugment(rotate_deg=-5), "rotate_deg")
+    assert_rejects(lambda: ImageAugment(erase=1.5), "erase")
+
+
+def test_measures_and_bounds_name_a_bad_convention_shot_count_or_variant():
+    stats = class_stats(torch.randn(40, 5), torch.arange(40) % 4)
+    for measure in (cdnv, directional_cdnv, collapse_ratio):
+        assert_rejects(lambda measure=measure: measure(stats, "median"), "convention")
+    assert_rejects(lambda: fewshot_bound(stats, 0), "shots")
+    assert_rejects(lambda: fewshot_bound(stats, 1, ways=1), "ways")
+    assert_rejects(lambda: fewshot_bound(stats, 1, variant="x"), "variant")
+    assert_rejects(lambda: pairwise_bound(stats, 0), "shots")

@@ -22,7 +22,28 @@ from torch import nn
 Objective = Literal["simclr", "vicreg", "barlow"]
 
 
+def _check_views(z1, z2) -> None:
+    """Two views' embeddings: float (B, p) tensors of one shape, B >= 2 (shape checks only: the
+    losses run every step, and a finiteness check would wait on the device)."""
+    for name, z in (("z1", z1), ("z2", z2)):
+        if not isinstance(z, torch.Tensor) or not z.is_floating_point() or z.ndim != 2:
+            raise ValueError(f"{name} must be a float (B, p) tensor of embeddings, got "
+                             f"{getattr(z, 'dtype', type(z).__name__)} "
+                             f"{tuple(getattr(z, 'shape', ()))}")  # fmt: skip
+    if z1.shape != z2.shape or len(z1) < 2:
+        raise ValueError(f"z1 and z2 must be two views of one batch of B >= 2, got "
+                         f"{tuple(z1.shape)} and {tuple(z2.shape)}")  # fmt: skip
+
+
+def _check_positive(**values: float) -> None:
+    for name, v in values.items():
+        if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive number, got {v!r}")
+
+
 def simclr_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.2) -> torch.Tensor:
+    _check_views(z1, z2)
+    _check_positive(temperature=temperature)
     z = F.normalize(torch.cat([z1, z2]), dim=1)  # (2B, p)
     sim = z @ z.T / temperature
     sim.fill_diagonal_(-math.inf)
@@ -32,6 +53,8 @@ def simclr_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.2) ->
 
 
 def vicreg_loss(z1, z2, sim_w: float = 25.0, var_w: float = 25.0, cov_w: float = 1.0):
+    _check_views(z1, z2)
+    _check_positive(sim_w=sim_w, var_w=var_w, cov_w=cov_w)
     inv = F.mse_loss(z1, z2)
     var = 0.0
     cov = 0.0
@@ -46,6 +69,8 @@ def vicreg_loss(z1, z2, sim_w: float = 25.0, var_w: float = 25.0, cov_w: float =
 
 
 def barlow_twins_loss(z1, z2, lambd: float = 5e-3):
+    _check_views(z1, z2)
+    _check_positive(lambd=lambd)
     B = z1.shape[0]
     a = (z1 - z1.mean(0)) / (z1.std(0) + 1e-6)
     b = (z2 - z2.mean(0)) / (z2.std(0) + 1e-6)
@@ -67,6 +92,11 @@ class MLPEncoder(nn.Module):
 
     def __init__(self, in_dim: int, hidden: int = 256, out_dim: int = 64, depth: int = 2):
         super().__init__()
+        for name, v in (("in_dim", in_dim), ("hidden", hidden), ("out_dim", out_dim)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+            raise ValueError(f"depth must be an integer >= 0, got {depth!r}")
         layers, d = [nn.Flatten()], in_dim
         for _ in range(depth):
             layers += [nn.Linear(d, hidden), nn.BatchNorm1d(hidden), nn.ReLU()]
@@ -125,6 +155,13 @@ class ImageAugment(nn.Module):
         erase: float = 0.25,
     ):
         super().__init__()
+        strengths = {"rotate_deg": rotate_deg, "scale": scale, "shift": shift, "jitter": jitter,
+                     "noise": noise, "erase": erase}  # fmt: skip
+        for name, v in strengths.items():
+            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if erase >= 1 or scale >= 1:
+            raise ValueError(f"erase and scale must be below 1, got {erase}, {scale}")
         self.rotate, self.scale, self.shift = math.radians(rotate_deg), scale, shift
         self.jitter, self.noise, self.erase = jitter, noise, erase
 
