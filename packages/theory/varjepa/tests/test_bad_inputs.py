@@ -42,3 +42,68 @@ def test_elbo_terms_refuses_non_finite_terms(which):
 def test_tokenizer_refuses_inf_and_non_numeric_arrays():
     assert_rejects(lambda: FeatureTokenizer().fit(np.array([[1.0, np.inf]])), "inf")
     assert_rejects(lambda: FeatureTokenizer().fit(np.array([["a", "b"]])), "X")
+
+
+from icml26.varjepa import (  # noqa: E402
+    ContextTargetMasks,
+    FeatureEmbedding,
+    ModelConfig,
+    TrainConfig,
+    VarJEPAEmbedder,
+    fit_probe,
+    gaussian_kl,
+    gaussian_log_likelihood,
+    load_pretrained,
+    load_table,
+    rankme,
+    read_csv,
+    reparameterize,
+    sample_masks,
+    score,
+    split_table,
+    table_from_frame,
+)
+
+
+def test_gaussian_helpers_name_shapes_that_do_not_match():
+    a, b = torch.zeros(3, 2), torch.zeros(3, 3)
+    assert_rejects(lambda: gaussian_kl(a, b), "logvar_q")
+    assert_rejects(lambda: gaussian_log_likelihood(a, b, a), "mean")
+    assert_rejects(lambda: reparameterize(a, b), "logvar")
+
+
+def test_tables_and_splits_name_what_is_wrong(tmp_path):
+    assert_rejects(lambda: load_table("nope"), "nope")
+    assert_rejects(lambda: read_csv(tmp_path / "absent.csv", "y"), "absent.csv")
+    assert_rejects(lambda: table_from_frame(pd.DataFrame({"a": [1, 2]}), "b"), "target")
+    wine = load_table("wine")
+    assert_rejects(lambda: split_table(wine, 0, val=0.6, test=0.6), "val and test")
+    assert_rejects(lambda: load_pretrained(tmp_path), "config.json")
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: ModelConfig(dim=-1), "dim"),
+        (lambda: TrainConfig(steps=-1), "steps"),
+        (lambda: VarJEPAEmbedder(model="bert").fit(pd.DataFrame({"a": [1.0, 2.0]})), "model"),
+        (lambda: FeatureEmbedding(-1, [], 8), "n_numerical"),
+        (lambda: sample_masks(0, 5, torch.Generator()), "batch"),
+        (lambda: sample_masks(2, 5, torch.Generator(), context_share=(0.9, 0.2)), "context_share"),
+        (
+            lambda: ContextTargetMasks(
+                torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 1).long()
+            ),
+            "target",
+        ),
+        (lambda: rankme(torch.randn(5)), "rankme"),
+        (lambda: score([0, 1], [0, 1], "ranking"), "task"),
+        (lambda: score([0, 1], [0], "classification"), "y_pred"),
+        (
+            lambda: fit_probe("svm", *[np.zeros((4, 2)), np.zeros(4)] * 3, task="classification"),
+            "svm",
+        ),
+    ],
+)
+def test_configs_and_helpers_name_a_bad_setting(make, name):
+    assert_rejects(make, name)

@@ -31,6 +31,11 @@ PROBES = ("logreg", "mlp", "gbdt", "constant")
 
 def score(y_true, y_pred, task: str) -> dict[str, float]:
     """Classification: accuracy and macro-F1; regression: RMSE (lower is better)."""
+    if task not in ("classification", "regression"):
+        raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
+    if len(y_true) != len(y_pred) or len(y_true) == 0:
+        raise ValueError(f"y_true and y_pred must hold as many (>= 1) values, got {len(y_true)} "
+                         f"and {len(y_pred)}")  # fmt: skip
     if task == "classification":
         return {
             "accuracy": float(accuracy_score(y_true, y_pred)),

@@ -39,8 +39,18 @@ class ElboTerms(NamedTuple):
         return -self.elbo
 
 
+def _same_shape(**tensors: torch.Tensor) -> None:
+    """Arguments that must broadcast together; a ValueError naming them (shape only: no sync)."""
+    try:
+        torch.broadcast_shapes(*(t.shape for t in tensors.values()))
+    except RuntimeError:
+        shapes = ", ".join(f"{k} {tuple(t.shape)}" for k, t in tensors.items())
+        raise ValueError(f"shapes do not match: {shapes}") from None
+
+
 def reparameterize(mu: torch.Tensor, logvar: torch.Tensor, generator=None) -> torch.Tensor:
     """z = mu + sigma * eps, eps ~ N(0, I): a sample whose gradient reaches mu and logvar."""
+    _same_shape(mu=mu, logvar=logvar)
     eps = torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
     return mu + torch.exp(0.5 * logvar) * eps
 
@@ -60,6 +70,7 @@ def gaussian_kl(
         mu_p = torch.zeros_like(mu_q)
     if logvar_p is None:
         logvar_p = torch.zeros_like(logvar_q)
+    _same_shape(mu_q=mu_q, logvar_q=logvar_q, mu_p=mu_p, logvar_p=logvar_p)
     return 0.5 * (
         logvar_p - logvar_q + (logvar_q.exp() + (mu_q - mu_p).square()) / logvar_p.exp() - 1.0
     )
@@ -69,6 +80,7 @@ def gaussian_log_likelihood(
     x: torch.Tensor, mean: torch.Tensor, logvar: torch.Tensor
 ) -> torch.Tensor:
     """log N(x | mean, e^{logvar}), elementwise."""
+    _same_shape(x=x, mean=mean, logvar=logvar)
     return -0.5 * (math.log(2 * math.pi) + logvar + (x - mean).square() / logvar.exp())
 
 

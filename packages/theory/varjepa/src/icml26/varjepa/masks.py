@@ -20,6 +20,21 @@ class ContextTargetMasks:
     context: torch.Tensor
     target: torch.Tensor
 
+    def __post_init__(self) -> None:
+        for name in ("context", "target"):
+            t = getattr(self, name)
+            if (
+                not isinstance(t, torch.Tensor)
+                or t.ndim != 2
+                or t.is_floating_point()
+                or (t.dtype == torch.bool)
+            ):
+                raise ValueError(f"{name} must be a (B, n) tensor of column indices, got "
+                                 f"{getattr(t, 'dtype', type(t).__name__)}")  # fmt: skip
+        if len(self.context) != len(self.target):
+            raise ValueError(f"context and target must cover the same B rows, got "
+                             f"{len(self.context)} and {len(self.target)}")  # fmt: skip
+
     def to(self, device) -> ContextTargetMasks:
         return ContextTargetMasks(self.context.to(device), self.target.to(device))
 

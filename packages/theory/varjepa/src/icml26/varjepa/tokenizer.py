@@ -228,6 +228,10 @@ class FeatureEmbedding(nn.Module):
 
     def __init__(self, n_numerical: int, cardinalities: list[int], dim: int):
         super().__init__()
+        if n_numerical < 0 or dim < 1 or any(k < 1 for k in cardinalities):
+            raise ValueError(f"FeatureEmbedding needs n_numerical >= 0, dim >= 1 and every "
+                             f"cardinality >= 1, got {n_numerical}, {dim}, "
+                             f"cardinalities {list(cardinalities)}")  # fmt: skip
         self.n_numerical, self.cardinalities, self.dim = n_numerical, list(cardinalities), dim
         self.num_weight = nn.Parameter(torch.randn(n_numerical, dim) / dim**0.5)
         self.num_bias = nn.Parameter(torch.randn(n_numerical, dim) / dim**0.5)
