@@ -141,17 +141,11 @@ UNTESTED = {
         "var_objective",
     },
     "icml26-entquant": {
-        "DecodeCache",
-        "EntQuantConfig",
         "EntQuantLinear",
-        "bits_per_param",
         "compress_streaming",
         "decode",
-        "encode",
-        "entropy_bits",
         "save_compressed",
         "set_decode_cache",
-        "target_linears",
     },
     "icml26-lrpo": {
         "AnswerSimilarity",

@@ -56,3 +56,27 @@ def test_quantize_names_what_is_not_a_model_or_has_no_layer():
 def test_load_compressed_names_a_missing_or_broken_folder(tmp_path):
     assert_rejects(lambda: load_compressed(tmp_path / "absent", nn.Linear(2, 2)), "absent")
     assert_rejects(lambda: load_compressed(nn.Linear(2, 2), tmp_path), "directory")
+
+
+from icml26.entquant import (  # noqa: E402
+    DecodeCache,
+    EntQuantConfig,
+    bits_per_param,
+    encode,
+    entropy_bits,
+    target_linears,
+)
+
+
+@pytest.mark.parametrize("codes", [torch.rand(10), torch.zeros(0, dtype=torch.uint8), [1, 2]])
+def test_symbol_functions_want_uint8_codes(codes):
+    assert_rejects(lambda: entropy_bits(codes), "codes")
+    assert_rejects(lambda: encode(codes), "codes")
+
+
+def test_configs_and_helpers_name_a_bad_setting(tmp_path):
+    assert_rejects(lambda: EntQuantConfig(lam=-1.0), "lam")
+    assert_rejects(lambda: EntQuantConfig(decode="eager"), "decode")
+    assert_rejects(lambda: DecodeCache(-1), "max_bytes")
+    assert_rejects(lambda: bits_per_param(tmp_path), "entquant.json")
+    assert_rejects(lambda: target_linears(nn.Linear(2, 2), "("), "include")

@@ -69,6 +69,9 @@ def words_to_int32(words: torch.Tensor) -> torch.Tensor:
 
 def entropy_bits(codes: torch.Tensor) -> float:
     """Empirical entropy of the codes' histogram, in bits per symbol."""
+    if not isinstance(codes, torch.Tensor) or codes.dtype != torch.uint8 or codes.numel() == 0:
+        raise TypeError(f"codes must be a non-empty uint8 tensor of symbols, got "
+                        f"{getattr(codes, 'dtype', type(codes).__name__)}")  # fmt: skip
     counts = torch.bincount(codes.flatten().long(), minlength=ALPHABET).double()
     p = counts[counts > 0] / counts.sum()
     return float(-(p * p.log2()).sum())

@@ -56,6 +56,8 @@ class EntQuantConfig(QuantizationConfigMixin):
             raise ValueError(f"qtype must be 'fp8_e4m3' or 'int8', got {qtype!r}")
         self.quant_method = METHOD
         self.qtype = qtype
+        if lam is not None and not (isinstance(lam, int | float) and lam >= 0):
+            raise ValueError(f"lam must be a number >= 0 (or None), got {lam!r}")
         self.lam = lam
         self.decode = decode
 
