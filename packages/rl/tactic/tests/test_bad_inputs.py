@@ -66,3 +66,57 @@ def test_vectorised_game_refuses_fractional_or_out_of_range_actions():
     n = game.n_agents
     assert_rejects(lambda: game.step(np.full((2, n), 1.7)), "actions")
     assert_rejects(lambda: game.step(np.full((2, n), game.n_actions)), "actions")
+
+
+from icml26.tactic import (  # noqa: E402
+    ClassPredictor,
+    EpisodeBuffer,
+    GameConfig,
+    Learner,
+    LearnerConfig,
+    TrainConfig,
+    TrajectoryVQVAE,
+    all_edges,
+    arm_config,
+    brute_force_greedy,
+    fit_classes,
+    payoff_matrix,
+    payoff_variance,
+    select_edges,
+    train,
+)
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: ShiftingDependencyGame(GameConfig(n_agents=1)), "n_agents"),
+        (lambda: Learner(LearnerConfig(hidden=-1), 4, 3, 10, 5), "hidden"),
+        (lambda: Learner(LearnerConfig(kind="x"), 4, 3, 10, 5), "kind"),
+        (lambda: select_edges(torch.rand(2, 6), 2.0), "rho"),
+        (lambda: all_edges(1), "agents"),
+        (lambda: arm_config("x"), "arm"),
+        (lambda: fit_classes(torch.rand(5, 4, 3), 0), "n_classes"),
+        (lambda: EpisodeBuffer(0, 5, 2, 3, 3, 2), "capacity"),
+        (lambda: TrajectoryVQVAE(0), "in_dim"),
+        (lambda: ClassPredictor(0, 2, 3), "obs_dim"),
+    ],
+)
+def test_components_name_a_bad_size(make, name):
+    assert_rejects(make, name)
+
+
+def test_payoff_helpers_name_factors_or_payoffs_of_the_wrong_shape():
+    assert_rejects(lambda: payoff_matrix(torch.rand(2, 3, 4), torch.rand(2, 3, 5)), "factors")
+    assert_rejects(lambda: payoff_variance(torch.rand(2, 3, 4), torch.rand(2, 3, 5)), "factors")
+    edges = torch.tensor([[0, 1], [1, 2]])
+    assert_rejects(
+        lambda: brute_force_greedy(torch.rand(1, 3, 2), torch.rand(1, 2, 3, 3), edges), "payoffs"
+    )
+
+
+def test_training_names_a_bad_budget():
+    def make_env(n, seed):
+        return ShiftingDependencyGame(GameConfig(), n, seed)
+
+    assert_rejects(lambda: train(make_env, LearnerConfig(), TrainConfig(steps=-1)), "steps")

@@ -44,6 +44,9 @@ def all_edges(n_agents: int) -> torch.Tensor:
 
 def payoff_matrix(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """f[a_i, a_j] = sum_r p[a_i, r] q[a_j, r]: (..., A, R) x (..., A, R) -> (..., A, A)."""
+    if p.shape != q.shape:
+        raise ValueError(f"payoff factors must share a shape, got {tuple(p.shape)} and "
+                         f"{tuple(q.shape)}")  # fmt: skip
     return p @ q.transpose(-1, -2)
 
 
@@ -180,6 +183,9 @@ def brute_force_greedy(
     """The exact argmax of eq. (1) by enumerating all A^n joint actions (small n only):
     (best actions (B, n), best values (B,))."""
     B, n, A = q.shape
+    if f.shape != (B, edges.shape[0], A, A):
+        raise ValueError(f"payoffs must have shape {(B, edges.shape[0], A, A)}, got "
+                         f"{tuple(f.shape)}")  # fmt: skip
     if A**n > 200_000:
         raise ValueError(f"{A}^{n} joint actions are too many to enumerate")
     joint = torch.tensor(list(itertools.product(range(A), repeat=n)), device=q.device)

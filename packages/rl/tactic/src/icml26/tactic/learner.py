@@ -63,6 +63,14 @@ class LearnerConfig:
             raise ValueError(f"rho must be in [0, 1], got {self.rho}")
         if self.classes and self.kind != "graph":
             raise ValueError("class conditioning is defined for the graph learners only")
+        sizes = {"hidden": self.hidden, "payoff_rank": self.payoff_rank,
+                 "class_dim": self.class_dim, "mixing_embed": self.mixing_embed,
+                 "hypernet_embed": self.hypernet_embed}  # fmt: skip
+        for name, v in sizes.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.maxsum_iters < 0:
+            raise ValueError(f"maxsum_iters must be >= 0, got {self.maxsum_iters}")
 
 
 class StepOut(NamedTuple):

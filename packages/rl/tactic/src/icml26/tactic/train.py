@@ -111,6 +111,11 @@ class EpisodeBuffer:
     FIELDS = ("obs", "state", "avail", "actions", "reward", "task")
 
     def __init__(self, capacity: int, T: int, n: int, obs_dim: int, state_dim: int, A: int):
+        sizes = {"capacity": capacity, "T": T, "n": n, "obs_dim": obs_dim,
+                 "state_dim": state_dim, "A": A}  # fmt: skip
+        bad = {k: v for k, v in sizes.items() if not isinstance(v, int) or v < 1}
+        if bad:
+            raise ValueError(f"EpisodeBuffer sizes must be positive integers, got {bad}")
         self.capacity, self.size, self.pos = capacity, 0, 0
         self.obs = np.zeros((capacity, T + 1, n, obs_dim), np.float32)
         self.state = np.zeros((capacity, T + 1, state_dim), np.float32)
