@@ -56,3 +56,38 @@ def test_a_router_for_another_task_takes_its_own_topics():
     r.observe("geo", "en", 1.0, region="Europe")
     assert_rejects(lambda: r.observe("add", "en", 1.0), "topic")
     LanguageRouter(topics=None).observe("anything", "en", 0.5)
+
+
+import torch  # noqa: E402
+
+from icml26.lrpo import (  # noqa: E402
+    CharGPT,
+    GPTConfig,
+    GRPOConfig,
+    PretrainConfig,
+    RouterSchedule,
+    answer_text,
+    heldout_questions,
+    low_var_kl,
+    make_router,
+    split_items,
+)
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: GRPOConfig(G=1), "G"),
+        (lambda: GRPOConfig(router="greedy"), "router"),
+        (lambda: PretrainConfig(steps=-1), "steps"),
+        (lambda: RouterSchedule(alpha=2.0), "alpha"),
+        (lambda: CharGPT(GPTConfig(n_embd=-1)), "n_embd"),
+        (lambda: make_router("x"), "router"),
+        (lambda: split_items(1.5), "test_fraction"),
+        (lambda: heldout_questions(split_items(), per_cell=0), "per_cell"),
+        (lambda: answer_text(5, "xx"), "language"),
+        (lambda: low_var_kl(torch.zeros(3), torch.zeros(4)), "ref_logp"),
+    ],
+)
+def test_configs_and_helpers_name_a_bad_setting(make, name):
+    assert_rejects(make, name)

@@ -221,6 +221,8 @@ def heldout_questions(split: TaskSplit, per_cell: int = 20, seed: int = 0) -> li
     """Held-out questions: up to ``per_cell`` per topic and language, drawn from that language's
     held-out cells (each language has its own keys; the topic mix is the same up to the cells'
     sizes)."""
+    if isinstance(per_cell, bool) or not isinstance(per_cell, int) or per_cell < 1:
+        raise ValueError(f"per_cell must be a positive integer, got {per_cell!r}")
     rng = random.Random(seed + 1)
     out = []
     for topic in TOPICS:

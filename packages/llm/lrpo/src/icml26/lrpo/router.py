@@ -162,6 +162,9 @@ class RouterSchedule:
     z_eps: float = 1e-6
     """Added to the population std when z-scoring."""
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
         if not 0 < self.alpha <= 1:
             raise ValueError(f"alpha must be in (0, 1], got {self.alpha}")

@@ -63,9 +63,13 @@ class PretrainConfig:
     """Share of examples whose answer is asked for in another language."""
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
         if self.steps < 1 or self.batch < 1 or not self.lr > 0:
-            raise ValueError("steps and batch must be >= 1 and lr > 0")
+            raise ValueError(f"steps and batch must be >= 1 and lr > 0, got steps={self.steps}, "
+                             f"batch={self.batch}, lr={self.lr}")  # fmt: skip
         if not 0 <= self.cross_lingual <= 1:
             raise ValueError(f"cross_lingual must be in [0, 1], got {self.cross_lingual}")
 
@@ -118,6 +122,9 @@ class GRPOConfig:
     save_every: int = 0
     """Checkpoint every this many steps (0: only at the end, when a checkpoint folder is given)."""
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
         make_router(self.router)
         if self.G < 2:
@@ -149,6 +156,9 @@ class GRPOResult:
 def low_var_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     """verl's ``low_var_kl`` (Schulman's k3): exp(ref - logp) - (ref - logp) - 1, clamped to
     [-10, 10]; an unbiased, non-negative estimate of KL(pi || ref) per token."""
+    if logp.shape != ref_logp.shape:
+        raise ValueError(f"logp and ref_logp must be per-token log-probabilities of one shape, "
+                         f"got {tuple(logp.shape)} and {tuple(ref_logp.shape)}")  # fmt: skip
     d = (ref_logp - logp).clamp(-20, 20)
     return (d.exp() - d - 1).clamp(-10, 10)
 
