@@ -32,3 +32,67 @@ def test_an_unnormalised_log_policy_is_named():
 )
 def test_wrong_shapes_and_values_are_named(log_pi, h, names):
     assert_rejects(lambda: check_output(log_pi, h, 2, 4), names)
+
+
+from icml26.rerooter import (  # noqa: E402
+    AuthorsBootstrapConfig,
+    BootstrapConfig,
+    ClusterRerooter,
+    ConvNetConfig,
+    HeuristicRerooter,
+    NetEvaluator,
+    PuzzleEnv,
+    SlidingTile,
+    Sokoban,
+    TwoHeadedConvNet,
+    UniformPolicy,
+    bundled_levels,
+    is_solution,
+    load_boxoban,
+    lts,
+    lts_cm_budget,
+    parse_boxoban,
+    phs_star,
+    replay,
+    rerooted_cost_reference,
+    run_search,
+    sqrt_lts,
+)
+
+
+@pytest.fixture(scope="module")
+def level():
+    return bundled_levels("test")[0]
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: bundled_levels("x"), "split"),
+        (lambda: parse_boxoban("hello"), "header"),
+        (lambda: Sokoban(["#####", "#.$ #", "#####"]), "player"),
+        (lambda: SlidingTile([0, 1, 1, 3]), "permutation"),
+        (lambda: HeuristicRerooter(alpha=-1), "alpha"),
+        (lambda: ClusterRerooter(resolution=0), "resolution"),
+        (lambda: TwoHeadedConvNet(ConvNetConfig(channels=-1)), "size"),
+        (lambda: NetEvaluator("net"), "net"),
+        (lambda: PuzzleEnv([]), "problems"),
+        (lambda: BootstrapConfig(initial_budget=0), "initial_budget"),
+        (lambda: AuthorsBootstrapConfig(method="bfs"), "method"),
+        (lambda: rerooted_cost_reference([-1.0, -2.0], [1.0]), "weights"),
+        (lambda: lts_cm_budget(-1, 10, 0, 0, 0, 0), "budget"),
+    ],
+)
+def test_builders_and_helpers_name_a_bad_setting(make, name):
+    assert_rejects(make, name)
+
+
+def test_searches_name_a_bad_budget_or_method(level, tmp_path):
+    ev = UniformPolicy(heuristic=True)
+    assert_rejects(lambda: lts(level, ev, 0), "budget")
+    assert_rejects(lambda: phs_star(level, ev, -1), "budget")
+    assert_rejects(lambda: sqrt_lts(level, ev, HeuristicRerooter(), 0), "budget")
+    assert_rejects(lambda: run_search("bfs", level, ev, 10), "method")
+    assert_rejects(lambda: replay(level, [-1]), "actions")
+    assert not is_solution(level, [99])  # documented: an invalid sequence is not a solution
+    assert_rejects(lambda: load_boxoban(tmp_path / "absent.txt"), "absent.txt")

@@ -112,6 +112,9 @@ class BootstrapConfig:
     seed: int = 0
     """Seeds minibatch order and (through the caller) the network's initial weights."""
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
@@ -400,6 +403,9 @@ class AuthorsBootstrapConfig:
             return self.validation_ratio
         return 0.95 if self.method.startswith("sqrt_lts") else 0.99
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
@@ -440,6 +446,13 @@ def lts_cm_budget(
     problems solved before it. Unless both hold (and while problems remain unsolved), the budget
     becomes ``2 budget + expansions_of_solved // (num_train - solved_after)``; it never falls.
     """
+    counts = {"budget": budget, "num_train": num_train, "solved_before": solved_before,
+              "solved_after": solved_after, "solved_this_iteration": solved_this_iteration,
+              "expansions_of_solved": expansions_of_solved}  # fmt: skip
+    bad = {k: v for k, v in counts.items() if not isinstance(v, int) or v < 0}
+    if bad or budget < 1 or not solved_before <= solved_after <= num_train:
+        raise ValueError(f"lts_cm_budget needs non-negative integer counts, budget >= 1 and "
+                         f"solved_before <= solved_after <= num_train, got {counts}")  # fmt: skip
     flag1 = solved_after - solved_before > factor * num_train
     flag2 = solved_this_iteration > (1 + factor) * solved_before
     if (flag1 and flag2) or solved_before >= num_train:

@@ -50,6 +50,9 @@ class NetEvaluator:
     """
 
     def __init__(self, net: torch.nn.Module, device: str | torch.device | None = None) -> None:
+        if not isinstance(net, torch.nn.Module):
+            raise TypeError(f"net must be a torch.nn.Module (a TwoHeadedConvNet), got "
+                            f"{type(net).__name__}")  # fmt: skip
         self.net = net
         self.device = None if device is None else torch.device(device)
 
