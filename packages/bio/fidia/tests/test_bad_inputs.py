@@ -43,3 +43,43 @@ def test_load_backbone_names_the_file_it_cannot_read(tmp_path, content):
         path.write_bytes(content)
         assert_rejects(lambda path=path: load_backbone(path), str(path))
     assert_rejects(lambda: load_backbone(tmp_path / "absent.pdb"), "absent.pdb")
+
+
+from icml26.fidia import (  # noqa: E402
+    TrainConfig,
+    decode,
+    encode,
+    example_backbone,
+    load_mpnn,
+    log_binom,
+    maxn_value,
+    maxn_weights,
+    passn_value,
+    passn_weights,
+    policy_weights,
+)
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: encode("AB1Z"), "sequence"),
+        (lambda: decode(torch.tensor([99])), "indices"),
+        (lambda: example_backbone("x"), "example"),
+        (lambda: load_mpnn("x"), "weights"),
+        (lambda: TrainConfig(steps=-1), "steps"),
+        (lambda: maxn_value(torch.rand(8), 0), "N"),
+        (lambda: maxn_value(torch.rand(8), 20), "N"),
+        (lambda: maxn_weights(torch.full((8,), float("nan")), 4), "rewards"),
+        (lambda: maxn_weights(torch.rand(8), 4, baseline="y"), "baseline"),
+        (lambda: passn_value(torch.rand(8), 4), "successes"),
+        (lambda: passn_weights(torch.rand(8), 4), "successes"),
+        (lambda: policy_weights(torch.rand(8), "x", 4), "objective"),
+    ],
+)
+def test_estimators_and_helpers_name_a_bad_setting(make, name):
+    assert_rejects(make, name)
+
+
+def test_log_binom_of_an_empty_choice_is_minus_infinity():
+    assert log_binom(3, 5).item() == float("-inf")  # documented: C(3, 5) = 0

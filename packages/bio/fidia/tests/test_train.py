@@ -64,10 +64,11 @@ def test_resume_is_exact(tmp_path):
 
 
 def test_bad_configs_raise():
-    for cfg, message in [(TrainConfig(n=4, N=8), "n >= max"), (TrainConfig(lr=0), "lr > 0"),
-                         (TrainConfig(objective="ppo"), "objective")]:  # fmt: skip
+    # a bad config is refused when it is built, before any training
+    for kwargs, message in [({"n": 4, "N": 8}, "n >= max"), ({"lr": 0}, "lr > 0"),
+                            ({"objective": "ppo"}, "objective")]:  # fmt: skip
         with pytest.raises(ValueError, match=message):
-            train(MPNNPolicy.from_package(), _tasks(), cfg)
+            TrainConfig(**kwargs)
     with pytest.raises(ValueError, match="tasks is empty"):
         train(MPNNPolicy.from_package(), [], TrainConfig())
 

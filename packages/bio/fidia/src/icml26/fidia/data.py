@@ -113,7 +113,12 @@ def encode(sequence: str) -> torch.Tensor:
 
 def decode(indices: torch.Tensor) -> str:
     """(L,) indices -> one-letter sequence."""
-    return "".join(ALPHABET[int(i)] for i in indices)
+    idx = [int(i) for i in torch.as_tensor(indices).flatten()]
+    bad = [i for i in idx if not 0 <= i < len(ALPHABET)]
+    if bad:
+        raise ValueError(f"indices must lie in [0, {len(ALPHABET)}) (the alphabet {ALPHABET}), "
+                         f"got {bad[:5]}")  # fmt: skip
+    return "".join(ALPHABET[i] for i in idx)
 
 
 def _read(path: Path):

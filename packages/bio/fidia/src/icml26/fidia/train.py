@@ -79,6 +79,9 @@ class TrainConfig:
     seed: int = 0
     progress: bool = False
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
         if self.objective not in ("maxn", "passn", "grpo", "mean"):
             raise ValueError(f"objective must be maxn, passn, grpo or mean, got "
