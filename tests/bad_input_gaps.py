@@ -109,9 +109,6 @@ UNTESTED = {
     "icml26-fahnes": {
         "Coarsening",
         "Expansion",
-        "coarsen",
-        "expand",
-        "targets",
     },
     "icml26-streamflow": {
         "VaeDecoder",

@@ -68,3 +68,17 @@ def test_flat_model_checks_n_nodes_the_same_way():
     with pytest.raises(TypeError, match="n_nodes"):
         flat.sample_hypergraphs("10", 1)
     assert_rejects(lambda: flat.sample_hypergraphs(1, 1), "n_nodes")
+
+
+from icml26.fahnes import coarsen, expand, targets  # noqa: E402
+
+
+def test_coarsening_names_a_bad_graph_reduction_level_or_counts():
+    hg = planar_graphs(1, 12, seed=0)[0]
+    assert_rejects(lambda: coarsen("graph"), "hg")
+    assert_rejects(lambda: coarsen(hg, 0, reduction=(0.6, 0.2)), "reduction")
+    seq = coarsen(hg, 0)
+    assert_rejects(lambda: targets(seq, 99), "level")
+    ones = torch.ones(hg.num_edges, dtype=torch.long)
+    assert_rejects(lambda: expand(hg, torch.ones(3, dtype=torch.long), ones[:2]), "counts")
+    assert_rejects(lambda: expand(hg, torch.zeros(hg.num_nodes, dtype=torch.long), ones), "counts")

@@ -216,6 +216,9 @@ def coarsen(
 ) -> Coarsening:
     """Coarsen ``hg`` down to one node; each level contracts a local-variation matching removing
     a fraction ``U(reduction)`` of the nodes (at least one)."""
+    if not isinstance(hg, Hypergraph):
+        raise TypeError(f"hg must be a Hypergraph (Hypergraph.from_data for a PyG graph), got "
+                        f"{type(hg).__name__}")  # fmt: skip
     hg.check()
     lo, hi = reduction
     if not 0 < lo <= hi <= 0.5:
