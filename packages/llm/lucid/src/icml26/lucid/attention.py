@@ -161,7 +161,8 @@ def apply_rope(
     T, D = x.shape[-2], x.shape[-1]
     if D % 2:
         raise ValueError(f"rotary embeddings need an even head dimension, got {D}")
-    if not (isinstance(base, int | float) and math.isfinite(base) and base > 1):
+    # a tuple, not int | float: torch.compile (dynamo) of older torch cannot trace a UnionType
+    if not (isinstance(base, (int, float)) and math.isfinite(base) and base > 1):
         raise ValueError(f"rope base must be a finite number > 1 (Llama: 10000), got {base!r}")
     ct = compute_dtype(x.dtype)  # angles in fp32 (fp64 for fp64 inputs), as the solve
     inv_freq = base ** (-torch.arange(0, D, 2, device=x.device, dtype=ct) / D)
