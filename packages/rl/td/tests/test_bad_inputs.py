@@ -114,6 +114,10 @@ def test_runs_name_a_bad_horizon_run_count_or_sampling():
     assert_rejects(lambda: td0_sweep(p, [sched], 10, 0), "runs")
     assert_rejects(lambda: td0_grid([p], [Arm(sched)], [0], 1), "checkpoints")
     assert_rejects(lambda: Arm(sched, average="median"), "average")
+    for start in (5, -1, 1.5, True):
+        assert_rejects(lambda s=start: td0_grid([p], [Arm(sched)], [5], 1, "markov", start_state=s),
+                       "start_state")  # fmt: skip
+    assert_rejects(lambda: p.value_error(p.theta_star, to=torch.zeros(2)), "to")
 
 
 def test_a_single_update_names_mismatched_shapes_and_non_finite_rewards():

@@ -5,11 +5,13 @@ import pytest
 import torch
 
 from icml26.td import (
+    Arm,
     ConstantStepSize,
     ExponentialStepSize,
     InverseSqrtStepSize,
     garnet_mdp,
     td0,
+    td0_grid,
     td0_sweep,
 )
 from icml26.testing import assert_unbiased, assert_variance_order
@@ -175,6 +177,28 @@ def test_regularised_fixed_point_is_where_regularised_td_settles():
     torch.testing.assert_close(theta, floor)
     with pytest.raises(ValueError, match="reg"):
         problem.regularised_fixed_point(-1.0)
+
+
+def test_optimisation_error_and_floor_split_the_regularised_error():
+    problem = garnet_mdp(n_states=8, n_features=3, gamma=0.9, seed=3)
+    floor = problem.regularised_fixed_point(0.05)
+    # the distance to the regularised point is zero there, and the floor is the distance from it
+    assert problem.value_error(floor, to=floor).item() == 0.0
+    torch.testing.assert_close(
+        problem.value_error(problem.theta_star, to=floor), problem.value_error(floor)
+    )
+
+
+def test_markov_runs_can_start_in_one_state():
+    """From a fixed state the first transitions leave that state; from mu they do not."""
+    problem = garnet_mdp(n_states=8, n_features=3, gamma=0.9, seed=3)
+    arm = [Arm(ConstantStepSize(0.5))]
+    one = td0_grid([problem], arm, [1], 64, "markov", start_state=2)[0, 0, 0]
+    # a single step from state 2 moves theta along phi(2) only
+    direction = problem.phi[2] / problem.phi[2].norm()
+    torch.testing.assert_close(one - (one @ direction)[:, None] * direction, torch.zeros_like(one))
+    drawn = td0_grid([problem], arm, [1], 64, "markov")[0, 0, 0]
+    assert (drawn - (drawn @ direction)[:, None] * direction).abs().max() > 1e-3
 
 
 def test_loglog_slope_recovers_a_known_rate_with_an_interval():

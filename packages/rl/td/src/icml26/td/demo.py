@@ -76,10 +76,12 @@ def run_demo(cfg: DemoConfig) -> dict:
         measurements={k: v for k, v in measured.items() if k != "device"},
     )
     if cfg.plot:
-        from icml26.td.plots import plot_error_vs_T, plot_eta0_sweep
+        from icml26.td.plots import plot_error_vs_T, plot_eta0_sweep, plot_markov_split
 
         plot_error_vs_T(measured, out / "error_vs_T.png")
-        plot_eta0_sweep(measured, out / "eta0_sweep.png")
+        plot_markov_split(measured, out / "markov_split.png")
+        if any(r["eta0 sweep"] for r in measured["studies"]["iid"].values()):
+            plot_eta0_sweep(measured, out / "eta0_sweep.png")
     _print_table(results, out)
     return results
 

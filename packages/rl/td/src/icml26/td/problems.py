@@ -190,9 +190,16 @@ class MarkovRewardProcess:
         eye = torch.eye(A.shape[0], dtype=A.dtype, device=A.device)
         return torch.linalg.solve(A + reg * eye, D_phi.T @ self.r)
 
-    def value_error(self, theta: torch.Tensor) -> torch.Tensor:
-        """``||V_theta - V_theta*||_D^2`` for iterates of shape (..., d); returns shape (...)."""
-        diff = theta.to(torch.float64) - self.theta_star
+    def value_error(self, theta: torch.Tensor, to: torch.Tensor | None = None) -> torch.Tensor:
+        """``||V_theta - V_theta*||_D^2`` for iterates of shape (..., d); returns shape (...).
+
+        ``to`` (d,) measures the distance to another point instead of ``theta_star``: with
+        ``regularised_fixed_point(lam)`` it is the optimisation error of regularised TD, the part
+        of its error that the schedule controls (the rest is the bias floor)."""
+        ref = self.theta_star if to is None else torch.as_tensor(to, dtype=torch.float64)
+        if ref.shape != (self.n_features,):
+            raise ValueError(f"to must have shape ({self.n_features},), got {tuple(ref.shape)}")
+        diff = theta.to(torch.float64) - ref.to(self.device)
         return torch.einsum("...i,ij,...j->...", diff, self.feature_covariance, diff)
 
     def lazy(self, eps: float) -> "MarkovRewardProcess":

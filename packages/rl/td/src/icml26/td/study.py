@@ -11,18 +11,25 @@ which depends on T, runs once per T and stops there).
   omega. Rule: the fitted slope of log(error) against log(T) over ``T >= fit_from`` has a 95%
   bootstrap interval (over seeds) whose upper end is at most ``-1 + rate_slack`` (1/T up to log
   factors).
-- Markov sampling (one trajectory per run): the paper's regularised TD(0), exponential schedule,
-  ``lambda = 1/sqrt(T)``. Claim: a rate comparable to prior work without projection, averaging,
-  omega or tau_mix. Rule: its slope interval reaches as low as that of the best prior-work fix
-  (projected TD, Polyak-Ruppert / tail averaging, the mixing-time-aware schedule; every family
-  tuned on a grid in hindsight, separately at every T).
+- Markov sampling (one trajectory per run, started in one fixed state): the paper's
+  regularised TD(0), exponential schedule, ``lambda = c / sqrt(T)`` with ``c = 1`` fixed in
+  advance, on the same chains and on lazy copies ``(1 - eps) I + eps P`` that mix 10x and 100x
+  slower (tau_mix about 50 and 500). Claim: a rate comparable to prior work (``O(1/T)`` up to
+  logs) without projection, averaging, omega or tau_mix. Regularised TD converges to the point
+  ``theta_lambda`` of ``(A + lambda I) theta = b``, so its error splits into the optimisation
+  error ``||V(theta_T) - V(theta_lambda)||_D^2`` (what the schedule controls, measured) and the
+  bias floor ``||V(theta_lambda) - V*||_D^2`` (closed form, computed out to T = 1e12). Rule: the
+  optimisation error's slope interval ends at or below ``-1 + rate_slack`` and the closed-form
+  floor reaches that slope at some T; the horizon T* from which it does, and the error at T_max
+  against the best prior-work fix (paired over seeds), are reported beside the verdict.
 
 Baselines at full strength, all reported: constant steps and ``c / (t + t0)`` on grids, best in
 hindsight at every T; the omega-aware oracle ``1/(omega (1 - gamma) t)``; tail-averaged constants
 and Polyak-averaged ``c / sqrt(t)``; under Markov sampling also projected TD (radius
 ``||theta*||``, the tightest valid one, known in hindsight) and the mixing-time schedule. The
-regularisation constant is swept (``lambda = c / sqrt(T)``) and the bias floor
-``||V(theta_lambda) - V*||_D^2`` of the regularised fixed point is reported next to each run.
+regularisation constant c is swept on a grid like the baselines' (the method tuned in
+hindsight is reported beside the method with c fixed), and every comparison at T_max is paired
+over seeds (all arms of a problem share their sample streams).
 """
 
 import math
@@ -37,9 +44,7 @@ from icml26.td.problems import MarkovRewardProcess, boyan_chain, garnet_mdp
 from icml26.td.rates import loglog_slope
 from icml26.td.td import td0_grid
 from icml26.testing.command import DemoOptions
-from icml26.testing.results import (
-    resolve_device,
-)
+from icml26.testing.results import paired_interval, resolve_device
 
 
 @dataclass(frozen=True)
@@ -60,8 +65,13 @@ class DemoConfig(DemoOptions):
     """Discounts."""
     omegas: tuple[float, ...] = (0.02, 0.005, 0.001)
     """Target smallest eigenvalues of Phi^T D Phi (at most ~1/d)."""
-    chains: int = 2
-    """Random Garnet chains per (gamma, omega)."""
+    chains: int = 3
+    """Independent random Garnet chains per (gamma, omega)."""
+    lazy_eps: tuple[float, ...] = (0.07, 0.007)
+    """Markov: every chain also runs as its lazy copy (1 - eps) I + eps P, which mixes about
+    1/eps times slower (tau_mix about 50 and 500 here)."""
+    start_state: int | None = 0
+    """Markov: every trajectory starts in this state (None: drawn from stationarity)."""
     horizons: tuple[int, ...] = (1000, 3000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
     """Horizons T (one pass to the largest; the exponential schedule runs once per T)."""
     fit_from: int = 10_000
@@ -82,15 +92,22 @@ class DemoConfig(DemoOptions):
     """Constant steps of projected TD with Polyak-Ruppert averaging (Markov)."""
     mixing_grid: tuple[float, ...] = (0.1, 0.3, 1.0, 3.0, 10.0)
     """c of the mixing-time schedule c / (tau_mix log(t + 2) sqrt(t + 1)), averaged (Markov)."""
-    reg_scales: tuple[float, ...] = (0.1, 0.3, 1.0, 3.0)
-    """Markov: lambda = c / sqrt(T) for each c (the sweep)."""
+    reg_scales: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0)
+    """Markov: lambda = c / sqrt(T) for each c (the method's grid, tuned in hindsight like the
+    baselines' for the comparison at T_max)."""
     reg_scale: float = 1.0
     """Markov: the c of the method's lambda = c / sqrt(T), fixed in advance (must be in
     reg_scales)."""
     beta: float = 1.0
     """Exponential schedule: eta_T = eta0 * beta / T."""
+    floor_horizon: float = 1e12
+    """Markov: the closed-form bias floor is computed out to this T (where the rate shows)."""
+    long_horizons: bool = False
+    """The long study: T up to 1e7 (slopes fitted from 1e5) on the first chain of each omega at
+    the first gamma, as drawn and lazy (the first eps), without the eta0 sweep (about 35 minutes
+    on 2 CPU cores)."""
     extra_problems: bool = True
-    """Also run Boyan's chain, a lazy (slow-mixing) Garnet and FrozenLake (Markov, T = 1e5)."""
+    """Also run Boyan's chain and FrozenLake (Markov, T = 1e5)."""
     plot: bool = True
     """Save the PNG plots."""
 
@@ -99,6 +116,7 @@ class DemoConfig(DemoOptions):
             gammas=(0.9,),
             omegas=(0.02, 0.002),
             chains=1,
+            lazy_eps=(0.1,),
             horizons=(300, 1000, 3000, 10_000),
             fit_from=1000,
         )
@@ -116,6 +134,15 @@ class DemoConfig(DemoOptions):
             raise ValueError(f"reg_scale {self.reg_scale} must be one of reg_scales")
         if self.chains < 1 or not self.gammas or not self.omegas:
             raise ValueError("needs at least one chain, one gamma and one omega")
+        if any(not 0 < e < 1 for e in self.lazy_eps):
+            raise ValueError(f"lazy_eps must lie in (0, 1), got {self.lazy_eps}")
+        if self.start_state is not None and not 0 <= self.start_state < self.n_states:
+            raise ValueError(
+                f"start_state must be None or a state in [0, {self.n_states}), got "
+                f"{self.start_state}"
+            )
+        if self.floor_horizon < max(self.horizons):
+            raise ValueError("floor_horizon must be at least the largest horizon")
 
 
 def _summary(e: np.ndarray) -> dict:
@@ -170,6 +197,37 @@ class _Errors:
         return rows
 
 
+def _paired(err: np.ndarray, ref: np.ndarray) -> dict | None:
+    """The error ratio of two arms on the same seeds (R,): geometric mean and its paired 95%
+    interval (Student t on the per-seed log ratios); None when either diverged."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.log(err) - np.log(ref)
+    if not np.isfinite(d).all():
+        return None
+    mean, low, high = paired_interval(d)
+    return {"ratio": math.exp(mean), "low": math.exp(low), "high": math.exp(high)}
+
+
+def _floor(p: MarkovRewardProcess, c: float, cfg: DemoConfig) -> dict:
+    """The closed-form bias floor of lambda = c / sqrt(T) on a log grid out to
+    ``floor_horizon``: its local slopes, the slope at T_max and the first T from which every
+    local slope is at most ``-1 + rate_slack`` (None: not within the grid)."""
+    T_max = max(cfg.horizons)
+    grid = np.unique(np.append(np.logspace(3, math.log10(cfg.floor_horizon), 37), T_max))
+    F = np.array([p.value_error(p.regularised_fixed_point(c / math.sqrt(T))).item() for T in grid])
+    slopes = np.diff(np.log(F)) / np.diff(np.log(grid))  # between consecutive grid points
+    ok = slopes <= -1 + cfg.rate_slack
+    # the first grid point from which the floor stays at the rate (suffix of True)
+    tail = len(ok) - int(np.argmin(ok[::-1])) if not ok.all() else 0
+    at_max = int(np.searchsorted(grid, T_max))
+    return {
+        "T": grid.tolist(),
+        "floor": F.tolist(),
+        "slope at T_max": float(slopes[max(at_max - 1, 0)]),
+        "rate from T": None if tail >= len(ok) or not ok[-1] else float(grid[tail]),
+    }
+
+
 def _study(cfg: DemoConfig, problems: dict, sampling: str) -> dict:
     """One pass over every problem for one sampling scheme; per-problem measurements."""
     horizons = sorted(cfg.horizons)
@@ -186,66 +244,121 @@ def _study(cfg: DemoConfig, problems: dict, sampling: str) -> dict:
         sampling,
         seed=cfg.seed + (0 if sampling == "iid" else 1),
         progress=True,
+        start_state=None if sampling == "iid" else cfg.start_state,
     )  # (H, M, K, R, d)
-    fit = [i for i, T in enumerate(horizons) if cfg.fit_from <= T]
-    fit_T = [horizons[i] for i in fit]
     out = {}
-    for m, k in enumerate(keys):
+    for m, k in enumerate(tqdm(keys, desc=f"{sampling} readings", leave=False)):
         p = problems[k]
-        err = p.value_error(theta[:, m]).cpu().numpy()  # (H, K, R)
-        pe = _Errors(err, names, families, horizons)
-        own_T, family, best = pe.own_T, pe.family, pe.best
-
-        method = "exponential" if sampling == "iid" else f"reg-exponential c={cfg.reg_scale:g}"
-        rec = {
-            "gamma": p.gamma,
-            "omega": p.omega,
-            "tau_mix": taus[k],
-            "theta_star_norm": p.theta_star.norm().item(),
-            "method": [_summary(e) for e in own_T(method)],
-            "method slope": _slope_dict(fit_T, own_T(method)[fit]),
-            "best last-iterate": best(LAST_ITERATE),
-            "best last-iterate slope": _slope_dict(fit_T, family(LAST_ITERATE)[fit]),
-            "oracle": [_summary(err[h, pe.col["oracle"]]) for h in range(len(horizons))],
-            "best constant": best(("constant",)),
-            "best c/(t+t0)": best(("c/(t+t0)",)),
-            "best averaged": best(AVERAGED),
-            "eta0 sweep": {
-                f"{e:g}": _summary(err[-1, pe.col[f"eta0 {e:g}"]]) for e in cfg.eta0_grid
-            },
-            "constant sweep": {
-                f"{e:g}": _summary(err[-1, pe.col[f"constant {e:g}"]]) for e in cfg.constant_grid
-            },
-        }
+        pe = _Errors(p.value_error(theta[:, m]).cpu().numpy(), names, families, horizons)
+        rec = _record(cfg, p, pe, sampling, taus[k])
+        rec["lazy eps"] = float(k.rsplit("lazy=", 1)[1]) if "lazy=" in k else None
         if sampling == "markov":
-            rec["best prior work"] = best(PRIOR_WORK)
-            rec["best prior work slope"] = _slope_dict(fit_T, family(PRIOR_WORK)[fit])
-            for fam in ("projected", "mixing-time"):
-                rec[f"best {fam}"] = best((fam,))
-            rec["no reg"] = [_summary(e) for e in own_T("exponential, no reg")]
-            rec["no reg slope"] = _slope_dict(fit_T, own_T("exponential, no reg")[fit])
-            rec["reg sweep"] = {}
-            for c in cfg.reg_scales:
-                e = own_T(f"reg-exponential c={c:g}")
-                floors = [
-                    p.value_error(p.regularised_fixed_point(c / math.sqrt(T))).item()
-                    for T in horizons
-                ]
-                rec["reg sweep"][f"{c:g}"] = {
-                    "error": [_summary(x) for x in e],
-                    "bias floor": floors,
-                    "slope": _slope_dict(fit_T, e[fit]),
-                }
-            rec["bias floor"] = rec["reg sweep"][f"{cfg.reg_scale:g}"]["bias floor"]
+            rec |= _markov_record(cfg, p, pe, theta[:, m])
         out[k] = rec
     return out
 
 
-def _extra_problems(cfg: DemoConfig, base: MarkovRewardProcess, T: int, device: str) -> dict:
-    """Boyan's chain, a lazy Garnet and FrozenLake under Markov sampling at horizon T."""
+def _fit(cfg: DemoConfig, horizons: list[int]) -> tuple[list[int], list[int]]:
+    fit = [i for i, T in enumerate(horizons) if cfg.fit_from <= T]
+    return fit, [horizons[i] for i in fit]
+
+
+def _record(cfg: DemoConfig, p, pe: "_Errors", sampling: str, tau: int) -> dict:
+    """What every problem reports: the method's errors and slope, the tuned baselines, the
+    sweeps at T_max, and the method against the best tuned last iterate, paired, at T_max."""
+    fit, fit_T = _fit(cfg, pe.horizons)
+    method = "exponential" if sampling == "iid" else f"reg-exponential c={cfg.reg_scale:g}"
+    err, col = pe.err, pe.col
+    best_last = pe.best(LAST_ITERATE)
+    return {
+        "gamma": p.gamma,
+        "omega": p.omega,
+        "tau_mix": tau,
+        "theta_star_norm": p.theta_star.norm().item(),
+        "method": [_summary(e) for e in pe.own_T(method)],
+        "method slope": _slope_dict(fit_T, pe.own_T(method)[fit]),
+        "best last-iterate": best_last,
+        "best last-iterate slope": _slope_dict(fit_T, pe.family(LAST_ITERATE)[fit]),
+        "method vs best last-iterate at T_max": _paired(
+            pe.own_T(method)[-1], err[-1, col[best_last[-1]["name"]]]
+        ),
+        "oracle": [_summary(err[h, col["oracle"]]) for h in range(len(pe.horizons))],
+        "best constant": pe.best(("constant",)),
+        "best c/(t+t0)": pe.best(("c/(t+t0)",)),
+        "best averaged": pe.best(AVERAGED),
+        "eta0 sweep": {f"{e:g}": _summary(err[-1, col[f"eta0 {e:g}"]]) for e in cfg.eta0_grid},
+        "constant sweep": {
+            f"{e:g}": _summary(err[-1, col[f"constant {e:g}"]]) for e in cfg.constant_grid
+        },
+    }
+
+
+def _markov_record(cfg: DemoConfig, p, pe: "_Errors", theta) -> dict:
+    """Markov only: prior work's fixes, the regularisation sweep with each c's bias floor, the
+    method's error split into optimisation error and closed-form floor, the method tuned in
+    hindsight over c, and both against the best prior-work fix, paired, at T_max."""
+    fit, fit_T = _fit(cfg, pe.horizons)
+    best_prior = pe.best(PRIOR_WORK)
+    prior_at_max = pe.err[-1, pe.col[best_prior[-1]["name"]]]
+    rec = {
+        "best prior work": best_prior,
+        "best prior work slope": _slope_dict(fit_T, pe.family(PRIOR_WORK)[fit]),
+        "best projected": pe.best(("projected",)),
+        "best mixing-time": pe.best(("mixing-time",)),
+        "no reg": [_summary(e) for e in pe.own_T("exponential, no reg")],
+        "no reg slope": _slope_dict(fit_T, pe.own_T("exponential, no reg")[fit]),
+        "reg sweep": {},
+    }
+    for c in cfg.reg_scales:
+        e = pe.own_T(f"reg-exponential c={c:g}")
+        rec["reg sweep"][f"{c:g}"] = {
+            "error": [_summary(x) for x in e],
+            "bias floor": [
+                p.value_error(p.regularised_fixed_point(c / math.sqrt(T))).item()
+                for T in pe.horizons
+            ],
+            "slope": _slope_dict(fit_T, e[fit]),
+        }
+    c = cfg.reg_scale
+    rec["bias floor"] = rec["reg sweep"][f"{c:g}"]["bias floor"]
+    # the optimisation error: each T's iterates against that T's regularised fixed point
+    opt = np.stack(
+        [
+            p.value_error(
+                theta[h, pe.col[f"reg-exponential c={c:g} T={T}"]],
+                to=p.regularised_fixed_point(c / math.sqrt(T)),
+            )
+            .cpu()
+            .numpy()
+            for h, T in enumerate(pe.horizons)
+        ]
+    )  # (H, R)
+    rec["optimisation error"] = [_summary(e) for e in opt]
+    rec["optimisation error slope"] = _slope_dict(fit_T, opt[fit])
+    rec["floor"] = _floor(p, c, cfg)
+    # the method with c tuned in hindsight at each T, as the baselines are
+    by_c = np.stack([pe.own_T(f"reg-exponential c={x:g}") for x in cfg.reg_scales], 1)
+    tuned = [
+        min(
+            ((f"c={x:g}", _summary(by_c[h, i])) for i, x in enumerate(cfg.reg_scales)),
+            key=lambda kv: math.inf if kv[1]["mean"] is None else kv[1]["mean"],
+        )
+        for h in range(len(pe.horizons))
+    ]
+    rec["tuned method"] = [{"name": n, **v} for n, v in tuned]
+    rec["tuned method slope"] = _slope_dict(fit_T, by_c[fit])
+    best_c = cfg.reg_scales.index(float(tuned[-1][0].removeprefix("c=")))
+    rec["method vs best prior work at T_max"] = _paired(
+        pe.own_T(f"reg-exponential c={c:g}")[-1], prior_at_max
+    )
+    rec["tuned method vs best prior work at T_max"] = _paired(by_c[-1, best_c], prior_at_max)
+    return rec
+
+
+def _extra_problems(cfg: DemoConfig, T: int, device: str) -> dict:
+    """Boyan's chain and FrozenLake under Markov sampling at horizon T."""
     extra = {
         "boyan chain": boyan_chain(0.9, device=device),
-        "lazy garnet (eps=0.1)": base.lazy(0.1),
         "FrozenLake tiles": gymnasium_mrp("FrozenLake-v1", 0.9, features="tiles", device=device),
     }
     sub = replace(cfg, horizons=(T,), eta0_grid=(), reg_scales=(cfg.reg_scale,))
@@ -290,25 +403,47 @@ def _problems(cfg: DemoConfig, device: str) -> dict[str, MarkovRewardProcess]:
     return problems
 
 
+def _lazy(cfg: DemoConfig, problems: dict) -> dict[str, MarkovRewardProcess]:
+    """The chains followed by their slow-mixing lazy copies (Markov sampling)."""
+    out = dict(problems)
+    for eps in cfg.lazy_eps:
+        out |= {f"{k} lazy={eps:g}": p.lazy(eps) for k, p in problems.items()}
+    return out
+
+
 def experiment(cfg: DemoConfig) -> dict:
     """Run both studies; return the raw measurements (what ``verdict`` reads)."""
     cfg = cfg.resolved()
+    if cfg.long_horizons:
+        cfg = replace(
+            cfg,
+            horizons=tuple(sorted(set(cfg.horizons) | {3_000_000, 10_000_000})),
+            fit_from=100_000,
+            gammas=cfg.gammas[:1],
+            chains=1,
+            lazy_eps=cfg.lazy_eps[:1],
+            eta0_grid=(),
+            extra_problems=False,
+        )
     cfg.validate()
     device = resolve_device(cfg.device)
     problems = _problems(cfg, device)
     horizons = sorted(cfg.horizons)
-    studies = {s: _study(cfg, problems, s) for s in ("iid", "markov")}
+    studies = {
+        "iid": _study(cfg, problems, "iid"),
+        "markov": _study(cfg, _lazy(cfg, problems), "markov"),
+    }
     extras = {}
     if cfg.extra_problems:
-        extras = _extra_problems(
-            cfg, next(iter(problems.values())), min(horizons[-1], 100_000), device
-        )
+        extras = _extra_problems(cfg, min(horizons[-1], 100_000), device)
     return {
         "horizons": horizons,
         "fit horizons": [T for T in horizons if cfg.fit_from <= T],
         "runs": cfg.runs,
         "rate_slack": cfg.rate_slack,
         "reg_scale": cfg.reg_scale,
+        "start_state": cfg.start_state,
+        "floor_horizon": cfg.floor_horizon,
         "grids": {
             "eta0 (exponential, sensitivity at T_max)": list(cfg.eta0_grid),
             "constant": list(cfg.constant_grid),

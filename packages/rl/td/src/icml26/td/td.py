@@ -124,6 +124,7 @@ def td0_grid(
     sampling: Sampling = "iid",
     seed: int = 0,
     progress: bool = False,
+    start_state: int | None = None,
 ) -> torch.Tensor:
     """Run TD(0) for every problem and arm on shared sample streams, read at every checkpoint.
 
@@ -138,6 +139,9 @@ def td0_grid(
             ``"markov"`` follows one trajectory per run, started from ``mu``.
         seed: seeds the sample streams.
         progress: show a tqdm bar.
+        start_state: ``"markov"`` only: every trajectory starts in this state instead of a
+            draw from ``mu``, so the chain must mix before its samples look stationary (what
+            the mixing-time analyses pay for). None: start from ``mu``.
 
     Returns:
         (C, M, K, R, d) float64 iterates (or averages) at each checkpoint, on the problems'
@@ -147,6 +151,15 @@ def td0_grid(
     """
     _check_problems(problems)
     _check_runs(runs, sampling)
+    if start_state is not None and (
+        isinstance(start_state, bool)
+        or not isinstance(start_state, int)
+        or not 0 <= start_state < problems[0].n_states
+    ):
+        raise ValueError(
+            f"start_state must be None or a state in [0, {problems[0].n_states}), got "
+            f"{start_state!r}"
+        )
     cps = _check_checkpoints(checkpoints)
     table = _arm_table(problems, arms)
     for row in table:
@@ -169,6 +182,8 @@ def td0_grid(
     csum = torch.zeros_like(theta) if batch.averaging else None
     last_at, sum_at = {}, {}
     state = torch.searchsorted(batch.cdf_mu, uniform(M, runs))  # (M, R)
+    if start_state is not None:  # the uniforms above are still drawn: the same streams follow
+        state = torch.full_like(state, start_state)
     bar = tqdm(
         total=horizon, disable=not progress, desc=f"TD(0) {sampling} T={horizon}", leave=False
     )

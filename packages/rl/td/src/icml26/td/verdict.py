@@ -41,10 +41,12 @@ def _iid_row(results: dict) -> dict:
     for k, r in study.items():
         s = r["method slope"]
         outcomes.append(_iid_part(s, -1 + slack))
-        ratio = ""
-        e, b = r["method"][-1]["mean"], r["best last-iterate"][-1]["mean"]
-        if e is not None and b is not None:
-            ratio = f", error at T_max {e / b:.2f}x the best tuned last iterate"
+        ratio, pair = "", r["method vs best last-iterate at T_max"]
+        if pair is not None:
+            ratio = (
+                f", error at T_max {pair['ratio']:.2f}x [{pair['low']:.2f}, {pair['high']:.2f}] "
+                "the best tuned last iterate's (paired)"
+            )
         parts.append(
             f"{k}: slope {_fmt_slope(s)} vs tuned {_fmt_slope(r['best last-iterate slope'])}{ratio}"
         )
@@ -59,27 +61,91 @@ def _iid_row(results: dict) -> dict:
     return claim_row(CLAIMS["iid"], summarise(outcomes), evidence, [CONTROL_IID])
 
 
+def _markov_part(r: dict, threshold: float, fit_from: int) -> str:
+    """One problem of the Markov claim. The error of regularised TD is its optimisation error
+    (to the regularised fixed point) plus the bias floor of lambda = c / sqrt(T), whose rate is
+    known in closed form. Reproduced: the optimisation error's slope interval ends at or below
+    the threshold and the floor reaches the threshold at some T. A missed slope counts only where
+    the fit range can show the rate: prior work shows it on that chain and the closed-form floor
+    is at the rate from the first fitted horizon on (before that, lambda is not yet small against
+    omega (1 - gamma), and neither part of the error is in its 1/T regime); else inconclusive."""
+    s, prior, floor_from = r["optimisation error slope"], r["best prior work slope"], \
+        r["floor"]["rate from T"]  # fmt: skip
+    if s is None or floor_from is None:
+        return "not reproduced"
+    if s["high"] <= threshold:
+        return "reproduced"
+    prior_shows = prior is not None and prior["low"] <= threshold
+    counts = s["low"] > threshold and prior_shows and floor_from <= fit_from
+    return "not reproduced" if counts else "inconclusive"
+
+
+def _regime(r: dict) -> str:
+    return "fast-mixing" if r.get("lazy eps") is None else f"lazy eps={r['lazy eps']:g}"
+
+
+def _span(values, fmt: str) -> str:
+    v = [x for x in values if x is not None]
+    if not v:
+        return "none"
+    return f"{min(v):{fmt}}" if min(v) == max(v) else f"{min(v):{fmt}} to {max(v):{fmt}}"
+
+
+def _paired_counts(pairs: list) -> str:
+    """How often one arm is worse / better than the other with 95% confidence."""
+    worse = sum(p is not None and p["low"] > 1 for p in pairs)
+    better = sum(p is not None and p["high"] < 1 for p in pairs)
+    ratios = _span([p and p["ratio"] for p in pairs], ".2g")
+    return f"{ratios}x (worse on {worse}, better on {better})"
+
+
+def _markov_regime(name: str, recs: list[dict], threshold: float, fit_from: int):
+    """The outcomes of one mixing regime's problems and the evidence that sums them up."""
+    outcomes = [_markov_part(r, threshold, fit_from) for r in recs]
+    slopes = _span([_v(r, "optimisation error slope") for r in recs], ".2f")
+    diverged = sum(r["optimisation error slope"] is None for r in recs)
+    if diverged:
+        slopes += f" (diverged on {diverged})"
+    text = (
+        f"{name} ({len(recs)} chains, tau_mix {_span([r['tau_mix'] for r in recs], 'd')}): "
+        f"optimisation-error slope {slopes}, met on {outcomes.count('reproduced')}/{len(recs)}, "
+        f"inconclusive on {outcomes.count('inconclusive')}; closed-form floor slope at T_max "
+        f"{_span([r['floor']['slope at T_max'] for r in recs], '.2f')}, at the rate from T = "
+        f"{_span([r['floor']['rate from T'] for r in recs], '.0e')}; error at T_max against the "
+        "best prior-work fix "
+        + _paired_counts([r["method vs best prior work at T_max"] for r in recs])
+        + ", with c tuned in hindsight "
+        + _paired_counts([r["tuned method vs best prior work at T_max"] for r in recs])
+    )
+    return outcomes, text
+
+
+def _v(r: dict, key: str) -> float | None:
+    return None if r[key] is None else r[key]["slope"]
+
+
 def _markov_row(results: dict) -> dict:
-    """Matched: the method's slope interval reaches as low as the best prior-work fix's."""
-    study = results["studies"]["markov"]
-    parts, outcomes = [], []
-    for k, r in study.items():
-        s, b = r["method slope"], r["best prior work slope"]
-        hit = s is not None and (b is None or s["low"] <= b["high"])
-        outcomes.append("reproduced" if hit else "not reproduced")
-        parts.append(
-            f"{k}: slope {_fmt_slope(s)} vs prior work {_fmt_slope(b)}, error at T_max "
-            f"{_fmt_err(r['method'][-1])} (bias floor {r['bias floor'][-1]:.1e}) vs "
-            f"{_fmt_err(r['best prior work'][-1])}"
-        )
-    ok = outcomes.count("reproduced")
+    """Matched per problem: see ``_markov_part``; evidence grouped by mixing regime."""
+    study, threshold = results["studies"]["markov"], -1 + results["rate_slack"]
+    regimes: dict[str, list[dict]] = {}
+    for r in study.values():
+        regimes.setdefault(_regime(r), []).append(r)
+    outcomes, parts = [], []
+    for name, recs in regimes.items():
+        o, text = _markov_regime(name, recs, threshold, results["fit horizons"][0])
+        outcomes += o
+        parts.append(text)
     evidence = (
-        f"lambda = {results['reg_scale']:g}/sqrt(T), slope over T in {results['fit horizons']} "
-        f"(95% bootstrap over {results['runs']} seeds) against the best of projected TD, "
-        "averaged TD and the mixing-time schedule tuned in hindsight at every T; rule: the "
-        "method's interval reaches as low as the prior work's (overlap, or steeper). "
+        f"lambda = {results['reg_scale']:g}/sqrt(T); error = optimisation error (to the "
+        "regularised fixed point; slope over T in "
+        f"{results['fit horizons']}, 95% bootstrap over {results['runs']} seeds) + bias floor "
+        f"(closed form to T = {results['floor_horizon']:.0e}); rule: the optimisation error's "
+        f"interval ends <= {threshold:g} and the floor reaches {threshold:g}; a miss counts where "
+        "prior work shows the rate and the floor is at it over the whole fit range, else it is "
+        "inconclusive. "
         + "; ".join(parts)
-        + f". Met on {ok}/{len(study)} problems (all: reproduced, some: partly)"
+        + f". Met on {outcomes.count('reproduced')}/{len(outcomes)} problems (all: reproduced, "
+        "some: partly, none met but some straddling: inconclusive)"
     )
     return claim_row(CLAIMS["markov"], summarise(outcomes), evidence, [CONTROL_MARKOV])
 
@@ -87,7 +153,7 @@ def _markov_row(results: dict) -> dict:
 CONTROL_IID = "the horizons show the optimal rate: the tuned constant step reaches slope -1"
 
 
-CONTROL_MARKOV = "the horizons show prior work's rate under Markov sampling"
+CONTROL_MARKOV = "the horizons show prior work's rate under Markov sampling on the chains as drawn"
 
 
 def _rate_control(results: dict, sampling: str, key: str, name: str) -> dict:
@@ -95,7 +161,10 @@ def _rate_control(results: dict, sampling: str, key: str, name: str) -> dict:
     (its slope interval reaches -1 + rate_slack on every problem), so a slope the method misses
     is the method's, not a horizon too short for any schedule."""
     threshold = -1 + results["rate_slack"]
-    slopes = {k: r[key] for k, r in results["studies"][sampling].items()}
+    study = results["studies"][sampling]
+    # slow-mixing copies may need longer horizons than prior work's rate: their misses are
+    # gated per problem (``_markov_part``); the control asks the rate on the chains as drawn
+    slopes = {k: r[key] for k, r in study.items() if r.get("lazy eps") is None}
     shown = [k for k, s in slopes.items() if s is not None and s["low"] <= threshold]
     worst = max((s["low"] for s in slopes.values() if s is not None), default=None)
     evidence = (
