@@ -149,26 +149,7 @@ def td0_grid(
         >= T; a stop that is not a checkpoint is an error. Diverged runs give non-finite
         entries; they are not hidden.
     """
-    _check_problems(problems)
-    _check_runs(runs, sampling)
-    if start_state is not None and (
-        isinstance(start_state, bool)
-        or not isinstance(start_state, int)
-        or not 0 <= start_state < problems[0].n_states
-    ):
-        raise ValueError(
-            f"start_state must be None or a state in [0, {problems[0].n_states}), got "
-            f"{start_state!r}"
-        )
-    cps = _check_checkpoints(checkpoints)
-    table = _arm_table(problems, arms)
-    for row in table:
-        for a in row:
-            if a.stop is not None and a.stop not in cps:
-                raise ValueError(
-                    f"{a.schedule.label}: the schedule stops at T={a.stop}, which is not a "
-                    f"checkpoint {cps}"
-                )
+    cps, table = _check_grid(problems, arms, checkpoints, runs, sampling, start_state)
     batch = _Batch.of(problems, table, cps)
     gen = torch.Generator().manual_seed(seed)
     dev = batch.phi.device
@@ -202,6 +183,31 @@ def td0_grid(
         bar.update(n)
     bar.close()
     return _read_checkpoints(batch, cps, last_at, sum_at)
+
+
+def _check_grid(problems, arms, checkpoints, runs, sampling, start_state):
+    """td0_grid's inputs, checked: the checkpoints and the (M, K) arm table."""
+    _check_problems(problems)
+    _check_runs(runs, sampling)
+    if start_state is not None and (
+        isinstance(start_state, bool)
+        or not isinstance(start_state, int)
+        or not 0 <= start_state < problems[0].n_states
+    ):
+        raise ValueError(
+            f"start_state must be None or a state in [0, {problems[0].n_states}), got "
+            f"{start_state!r}"
+        )
+    cps = _check_checkpoints(checkpoints)
+    table = _arm_table(problems, arms)
+    for row in table:
+        for a in row:
+            if a.stop is not None and a.stop not in cps:
+                raise ValueError(
+                    f"{a.schedule.label}: the schedule stops at T={a.stop}, which is not a "
+                    f"checkpoint {cps}"
+                )
+    return cps, table
 
 
 def _check_problems(problems: Sequence[MarkovRewardProcess]) -> None:
