@@ -25,7 +25,6 @@ UNTESTED = {
         "MeanExpression",
         "PixelShuffleUp",
         "RelativePositionBias",
-        "RidgeProbe",
         "SparseDown",
         "SpotMLP",
         "SpotModel",

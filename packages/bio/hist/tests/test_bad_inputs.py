@@ -44,3 +44,14 @@ def test_a_garbage_h5ad_names_the_file(tmp_path, capsys):
     assert main(["train", "--out", str(tmp_path / "run"), "--data", str(bad), "--steps", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "slide.h5ad" in err[0]
+
+
+def test_ridge_probe_names_an_unknown_context_or_penalty():
+    from icml26.hist import RidgeProbe
+    from icml26.hist.linear import neighbourhood_mean
+
+    assert_rejects(lambda: RidgeProbe("global"), "context")
+    assert_rejects(lambda: RidgeProbe("multiscale", alphas=(0.0,)), "alphas")
+    slide = _slide(np.ones((4, 3)))
+    for radius in (0, 1.5, True):
+        assert_rejects(lambda r=radius: neighbourhood_mean(slide, r), "radius")

@@ -107,6 +107,11 @@ def test_neighbourhood_mean_averages_the_3x3_block():
     np.testing.assert_allclose(got, [(1 + 2 + 4) / 3, (1 + 2 + 3 + 4) / 4, 2.5, 7 / 3, 10.0])
     assert RidgeProbe("neighbours").design(s).shape == (5, 2)
     assert RidgeProbe("slide").design(s).shape == (5, 3)
+    # the 5 x 5 block reaches two sites away: spot (0, 0) now also sees (0, 2)
+    wide = neighbourhood_mean(s, radius=2)[:, 0]
+    np.testing.assert_allclose(wide[[0, 4]], [(1 + 2 + 3 + 4) / 4, 10.0])
+    # spot, 3 x 3, 5 x 5, slide mean and std
+    assert RidgeProbe("multiscale").design(s).shape == (5, 5)
 
 
 def test_early_stopping_keeps_the_best_validation_weights():

@@ -110,6 +110,7 @@ def _metrics(results: dict) -> dict:
         m["kNN attention"] = pick(s["kNN attention"])
         m["ridge"] = pick(s["ridge"])
         m["ridge + slide stats"] = pick(s["ridge + slide stats"])
+        m["ridge multi-scale"] = pick(s["ridge multi-scale"])
     if "her2st" in results:
         h = results["her2st"]["models"]
         base = strongest_baseline(results["her2st"])
@@ -117,7 +118,8 @@ def _metrics(results: dict) -> dict:
             for key in ("hvg", "heg", "mse"):
                 m.setdefault(group, {})[f"her2st {key}"] = h[name][key]
         for name in HER2ST_MODELS:
-            m[f"her2st {name}"] = {k: h[name][k] for k in ("hvg", "hvg std", "heg", "mse")}
+            keys = ("hvg", "hvg std", "heg", "mse", "pooled pcc", "pooled r2")
+            m[f"her2st {name}"] = {k: h[name][k] for k in keys}
     if "cost" in results:
         for model in ("HiST", "dense grid"):
             g, key = _growth(results["cost"]["fixed spots"], model)

@@ -8,7 +8,9 @@
   ``"spot"`` each spot's own features; ``"neighbours"`` plus the mean features of its lattice
   neighbourhood (the 3 x 3 block of sites around it, itself included: the context a local model
   sees); ``"slide"`` plus the slide's mean and standard deviation of every feature (the
-  information HiST's calibration tokens summarise).
+  information HiST's calibration tokens summarise); ``"multiscale"`` all of them at once: the
+  spot, the means of its 3 x 3 and 5 x 5 blocks and the slide's statistics (the strongest
+  closed-form reference: every scale of context HiST's hierarchy sees, combined linearly).
 
 The ridge penalty is chosen on validation slides (mean per-gene Pearson) from ``alphas``, the
 same tuning a trained model gets from early stopping. Features are standardised with the
@@ -22,23 +24,31 @@ import numpy as np
 from icml26.hist.data import Slide
 from icml26.hist.metrics import gene_pearsons
 
-CONTEXTS = ("spot", "neighbours", "slide")
+CONTEXTS = ("spot", "neighbours", "slide", "multiscale")
 
 
-def neighbourhood_mean(slide: Slide) -> np.ndarray:
-    """(N, F) mean features over each spot's 3 x 3 block of lattice sites (itself included)."""
+def neighbourhood_mean(slide: Slide, radius: int = 1) -> np.ndarray:
+    """(N, F) mean features over each spot's (2 radius + 1)^2 block of lattice sites (itself
+    included; sites without a spot are left out): radius 1 is the 3 x 3 block, 2 the 5 x 5."""
+    if isinstance(radius, bool) or not isinstance(radius, int) or radius < 1:
+        raise ValueError(f"radius must be an integer >= 1, got {radius!r}")
     c = slide.coords
-    grid = np.full(tuple(c.max(0) + 3), -1, dtype=np.int64)
-    grid[c[:, 0] + 1, c[:, 1] + 1] = np.arange(len(c))
+    grid = np.full(tuple(c.max(0) + 1 + 2 * radius), -1, dtype=np.int64)
+    grid[c[:, 0] + radius, c[:, 1] + radius] = np.arange(len(c))
     total = np.zeros_like(slide.features, dtype=np.float64)
     count = np.zeros(len(c))
-    for dr in (-1, 0, 1):
-        for dc in (-1, 0, 1):
-            j = grid[c[:, 0] + 1 + dr, c[:, 1] + 1 + dc]
+    for dr in range(-radius, radius + 1):
+        for dc in range(-radius, radius + 1):
+            j = grid[c[:, 0] + radius + dr, c[:, 1] + radius + dc]
             ok = j >= 0
             total[ok] += slide.features[j[ok]]
             count[ok] += 1
     return (total / count[:, None]).astype(np.float32)
+
+
+def _slide_stats(x: np.ndarray) -> np.ndarray:
+    stats = np.concatenate([x.mean(0), x.std(0)])
+    return np.broadcast_to(stats, (len(x), len(stats)))
 
 
 def _aligned(slides: list[Slide], genes: list[str]) -> list[Slide]:
@@ -81,8 +91,10 @@ class RidgeProbe:
         if self.context == "neighbours":
             return np.concatenate([x, neighbourhood_mean(slide)], 1)
         if self.context == "slide":
-            stats = np.concatenate([x.mean(0), x.std(0)])
-            return np.concatenate([x, np.broadcast_to(stats, (len(x), len(stats)))], 1)
+            return np.concatenate([x, _slide_stats(x)], 1)
+        if self.context == "multiscale":
+            blocks = [neighbourhood_mean(slide, 1), neighbourhood_mean(slide, 2)]
+            return np.concatenate([x, *blocks, _slide_stats(x)], 1)
         return x
 
     def _solve(self, x: np.ndarray, y: np.ndarray, alpha: float):

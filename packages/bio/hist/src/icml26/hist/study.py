@@ -92,9 +92,11 @@ class DemoConfig(DemoOptions):
     """Spots per synthetic slide."""
     steps: int = 120
     """Training steps per model on the synthetic cohort."""
-    her2st_steps: int = 300
-    """Most training steps per model and fold on HER2ST (early-stopped on the validation
-    section, scored every ``her2st_eval_every`` steps)."""
+    her2st_lrs: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
+    """HER2ST validation grid, the same for every network: peak learning rates."""
+    her2st_step_caps: tuple[int, ...] = (300, 600)
+    """HER2ST validation grid: step budgets (the cosine schedule ends at the cap; the weights
+    are early-stopped on the validation section, scored every ``her2st_eval_every`` steps)."""
     her2st_eval_every: int = 25
     """Steps between validation scores on HER2ST."""
     her2st_genes: int = 50
@@ -128,7 +130,8 @@ class DemoConfig(DemoOptions):
             test_slides=2,
             spots=256,
             steps=15,
-            her2st_steps=8,
+            her2st_lrs=(1e-3,),
+            her2st_step_caps=(8,),
             her2st_eval_every=4,
             her2st_folds=1,
             cost_spots=(128, 512),
@@ -140,8 +143,12 @@ class DemoConfig(DemoOptions):
         bad = [p for p in self.parts if p not in PARTS]
         if bad or not self.parts:
             raise ValueError(f"parts must be a non-empty subset of {PARTS}, got {self.parts}")
-        if self.seeds < 1 or self.dim < 8 or self.steps < 1 or self.her2st_steps < 1:
-            raise ValueError("seeds, steps and her2st_steps must be >= 1 and dim >= 8")
+        if self.seeds < 1 or self.dim < 8 or self.steps < 1:
+            raise ValueError("seeds and steps must be >= 1 and dim >= 8")
+        if not self.her2st_lrs or any(not lr > 0 for lr in self.her2st_lrs):
+            raise ValueError(f"her2st_lrs must be positive numbers, got {self.her2st_lrs}")
+        if not self.her2st_step_caps or any(c < 1 for c in self.her2st_step_caps):
+            raise ValueError(f"her2st_step_caps must be >= 1, got {self.her2st_step_caps}")
         if self.train_slides < 1 or self.test_slides < 1 or self.spots < 16:
             raise ValueError("need >= 1 train and test slide and >= 16 spots per slide")
         if self.her2st_folds < 0 or self.her2st_eval_every < 1 or self.her2st_genes < 2:
@@ -203,6 +210,7 @@ def run_synthetic(cfg: DemoConfig) -> dict:
     for name, probe in (
         ("ridge", RidgeProbe("spot")),
         ("ridge + slide stats", RidgeProbe("slide")),
+        ("ridge multi-scale", RidgeProbe("multiscale")),
     ):
         probe.target_sum = None
         probe.fit(fit_on, choose_on)
@@ -251,6 +259,7 @@ _CLOSED_FORM = {
     "ridge": lambda: RidgeProbe("spot"),
     "ridge + neighbours": lambda: RidgeProbe("neighbours"),
     "ridge + slide stats": lambda: RidgeProbe("slide"),
+    "ridge multi-scale": lambda: RidgeProbe("multiscale"),
 }
 
 
@@ -287,7 +296,9 @@ def run_her2st(cfg: DemoConfig) -> dict:
     neural = ("MLP", "kNN attention", "HiST no tokens", "HiST")
     per: dict[str, dict[str, list]] = {m: {} for m in HER2ST_MODELS}
     panels = {}
-    bar = tqdm(total=len(folds) * len(neural) * cfg.seeds, desc="(b) HER2ST")
+    grids: dict[str, dict] = {m: {} for m in neural}
+    grid_size = len(cfg.her2st_lrs) * len(cfg.her2st_step_caps)
+    bar = tqdm(total=len(folds) * len(neural) * (grid_size + cfg.seeds - 1), desc="(b) HER2ST")
     by_group = {
         g: [s for n, s in slides.items() if _group(n, cfg.her2st_split) == g] for g in groups
     }
@@ -309,33 +320,16 @@ def run_her2st(cfg: DemoConfig) -> dict:
             est = make().fit(train_s, val_s)
             per[name][held] = [_score(est.predict_log1p, test_s, cols)] * cfg.seeds  # fixed
         for name in neural:
-            per[name][held] = []
-            for s in range(cfg.seeds):
-                seed = cfg.seed + s
-                torch.manual_seed(seed)
-                model = _model(name, train_s[0].features.shape[1], len(panel), cfg.dim)
-                res = train(
-                    model.to(cfg.device),
-                    train_s,
-                    TrainConfig(
-                        steps=cfg.her2st_steps,
-                        lr=cfg.lr,
-                        seed=seed,
-                        eval_every=cfg.her2st_eval_every,
-                        target_sum=1e4,
-                    ),
-                    progress=False,
-                    validation=val_s,
-                )
-                out = _score(lambda t, m=model: predict_log1p(m, t), test_s, cols)
-                per[name][held].append(out | {"best_step": res.best_step})
-                bar.update()
+            per[name][held], grids[name][held] = _fit_her2st(
+                name, cfg, train_s, val_s, lambda m, t=test_s, c=cols: _score(m, t, c), bar
+            )
     bar.close()
     return {
         "folds": folds,
         "split": cfg.her2st_split,
         "panels": panels,
         "per_fold": per,
+        "validation grid": grids,
         "models": _her2st_summary(per),
         "spots": {n: len(s) for n, s in slides.items()},
         "genes": cfg.her2st_genes,
@@ -343,28 +337,72 @@ def run_her2st(cfg: DemoConfig) -> dict:
     }
 
 
+def _fit_her2st(name: str, cfg: DemoConfig, train_s, val_s, score, bar) -> tuple[list, dict]:
+    """One network on one fold: the (lr, step cap) grid trained with the first seed and scored
+    on the validation section only (best early-stopped validation score); the best setting is
+    kept for that seed and retrained with the other seeds. Returns the test scores per seed
+    and the grid's validation scores."""
+    grid, models = {}, {}
+    for lr in cfg.her2st_lrs:
+        for cap in cfg.her2st_step_caps:
+            model, res = _train_her2st(name, cfg, train_s, val_s, lr, cap, cfg.seed)
+            key = f"lr={lr:g} cap={cap}"
+            grid[key] = max(v for _, v in res.validation)
+            models[key] = (model, res, lr, cap)
+            bar.update()
+    best = max(grid, key=grid.get)
+    model, res, lr, cap = models[best]
+    runs = [_her2st_run(model, res, lr, cap, score)]
+    for s in range(1, cfg.seeds):
+        model, res = _train_her2st(name, cfg, train_s, val_s, lr, cap, cfg.seed + s)
+        runs.append(_her2st_run(model, res, lr, cap, score))
+        bar.update()
+    return runs, {"validation": grid, "chosen": best}
+
+
+def _train_her2st(name, cfg: DemoConfig, train_s, val_s, lr: float, cap: int, seed: int):
+    torch.manual_seed(seed)
+    model = _model(name, train_s[0].features.shape[1], len(train_s[0].genes), cfg.dim)
+    tc = TrainConfig(steps=cap, lr=lr, seed=seed, eval_every=cfg.her2st_eval_every, target_sum=1e4)
+    res = train(model.to(cfg.device), train_s, tc, progress=False, validation=val_s)
+    return model, res
+
+
+def _her2st_run(model, res, lr: float, cap: int, score) -> dict:
+    out = score(lambda t: predict_log1p(model, t))
+    return out | {"best_step": res.best_step, "lr": lr, "steps cap": cap}
+
+
 def _score(predict_fn, test_slides: list[Slide], cols: dict[str, list[int]]) -> dict:
     """Per-gene Pearson on each panel (the genes of every held-out section in a row) and the
-    MSE on the HVG panel, of normalised log1p expression."""
+    MSE on the HVG panel, of normalised log1p expression; and the authors' metric: Pearson and
+    R2 pooled over a slide's spots x HVG-panel genes on the expm1 (normalised count) scale,
+    averaged over the held-out slides."""
     r: dict[str, list] = {k: [] for k in cols}
-    mse = []
+    mse, pooled = [], []
     for t in test_slides:
         pred, truth = predict_fn(t), t.expression(1e4)
         g = gene_pearsons(pred, truth)
         for k, c in cols.items():
             r[k] += g[c].tolist()
         mse.append(float(((pred - truth)[:, cols["hvg"]] ** 2).mean()))
-    return r | {"mse": float(np.mean(mse))}
+        hvg = cols["hvg"]
+        pooled.append(slide_metrics(np.expm1(pred[:, hvg]), np.expm1(truth[:, hvg])))
+    return r | {
+        "mse": float(np.mean(mse)),
+        "pooled pcc": float(np.mean([p["pearson"] for p in pooled])),
+        "pooled r2": float(np.mean([p["r2"] for p in pooled])),
+    }
 
 
 def _her2st_summary(per: dict) -> dict:
     """Per model: per-seed mean per-gene Pearson on each panel (mean over folds of the mean over
-    the panel's genes), their mean and std; MSE on the HVG panel."""
+    the panel's genes), their mean and std; MSE and the pooled metrics on the HVG panel."""
     out = {}
     for name, folds in per.items():
         seeds = len(next(iter(folds.values())))
         row = {}
-        for key in ("hvg", "heg", "mse"):
+        for key in ("hvg", "heg", "mse", "pooled pcc", "pooled r2"):
             per_seed = [
                 float(np.mean([np.mean(folds[f][s][key]) for f in folds])) for s in range(seeds)
             ]
