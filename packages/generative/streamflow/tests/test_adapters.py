@@ -1,5 +1,7 @@
 """diffusers families in the stream, held to diffusers' own pipelines on tiny random models."""
 
+import copy
+
 import pytest
 import torch
 from diffusers import (
@@ -20,6 +22,7 @@ from icml26.streamflow import (
     VaeDecoder,
     encode_image,
     from_pipe,
+    sequential_sample,
     unet,
 )
 from icml26.testing import assert_close
@@ -271,3 +274,69 @@ def test_prompts_are_encoded_once_with_the_pipelines_encoder(sd3_pipe, monkeypat
     noise = torch.randn(3, 4, 8, 8)
     assert len(calls) == 1 and calls[0]["prompt"] == "a cat"
     assert_close(stream.generate(noise), ref.generate(noise), atol=0, rtol=0)
+
+
+def test_a_half_precision_vae_that_asks_for_upcast_decodes_in_float32():
+    vae = _vae()
+    half = copy.deepcopy(vae).half()
+    dec = VaeDecoder(half)
+    assert dec.upcast and next(half.parameters()).dtype == torch.float16  # the caller's is kept
+    z = torch.randn(2, 4, 8, 8)
+    with torch.no_grad():
+        out = dec(z.half())
+        ref = VaeDecoder(vae)(z.half().float())
+    assert out.dtype == torch.float16
+    assert_close(out.float(), ref, atol=2e-3, rtol=0)  # float32 decode, rounded once at the end
+    half.register_to_config(force_upcast=False)
+    assert not VaeDecoder(half).upcast
+
+
+def test_sdxl_embeddings_get_the_pipelines_pooled_text_and_time_ids():
+    from types import SimpleNamespace
+
+    from diffusers import StableDiffusionXLPipeline
+
+    torch.manual_seed(0)
+    xl = UNet2DConditionModel(
+        sample_size=8, in_channels=4, out_channels=4, block_out_channels=(8, 16),
+        layers_per_block=1, cross_attention_dim=12, norm_num_groups=8, attention_head_dim=4,
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        addition_embed_type="text_time", addition_time_embed_dim=4,
+        projection_class_embeddings_input_dim=6 * 4 + 10,
+    ).eval()  # fmt: skip
+    pipe = SimpleNamespace(
+        unet=xl, vae=None, vae_scale_factor=8, scheduler=FlowMatchEulerDiscreteScheduler()
+    )
+    e, p = torch.randn(1, 7, 12), torch.randn(1, 10)
+    ne, np_ = torch.randn(1, 7, 12), torch.randn(1, 10)
+    stream = from_pipe(
+        pipe, 2, height=64, width=48, prompt_embeds=e, pooled_prompt_embeds=p,
+        negative_prompt_embeds=ne, negative_pooled_prompt_embeds=np_, guidance_scale=3.0,
+        decode=False,
+    )  # fmt: skip
+    assert stream.shape == (4, 8, 6)
+    # what StableDiffusionXLPipeline passes for a 64x48 image, uncropped
+    ref_ids = StableDiffusionXLPipeline._get_add_time_ids(
+        SimpleNamespace(unet=xl), (64, 48), (0, 0), (64, 48), torch.float32,
+        text_encoder_projection_dim=10,
+    )  # fmt: skip
+    cond = stream._default
+    assert_close(cond["time_ids"], ref_ids[0], **TOL)
+    assert_close(cond["text_embeds"], p[0], **TOL)
+    assert_close(stream._uncond["text_embeds"], np_[0], **TOL)
+    noise = torch.randn(2, 4, 8, 6)
+    out = stream.generate(noise)
+    f = DiffusersDenoiser(xl)
+    both = {k: torch.stack([cond[k], stream._uncond[k]]) for k in cond}
+    ref = sequential_sample(
+        f, noise, 2, {k: v[:1].expand(2, *v.shape[1:]) for k, v in both.items()},
+        guidance_scale=3.0, uncond={k: v[1:].expand(2, *v.shape[1:]) for k, v in both.items()},
+    )  # fmt: skip
+    assert_close(out, ref, **TOL)
+    with pytest.raises(ValueError, match="time ids"):
+        from_pipe(
+            SimpleNamespace(unet=xl, vae=None, vae_scale_factor=8,
+                            scheduler=FlowMatchEulerDiscreteScheduler()),
+            2, height=64, width=48, prompt_embeds=e, pooled_prompt_embeds=torch.randn(1, 9),
+        )  # fmt: skip

@@ -61,3 +61,27 @@ def test_from_scheduler_reads_a_perflow_config():
     assert s.timesteps.tolist() == [1000.0, 750.0, 500.0, 250.0]
     betas = torch.linspace(0.0001, 0.02, 1000)
     assert_close(s.alphas_cumprod, torch.cumprod(1 - betas, 0), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("prediction_type", ["ddim_eps", "velocity"])
+@pytest.mark.parametrize("start", [1, 3])
+def test_perflow_image_to_image_equals_the_sequential_img2img(denoiser, prediction_type, start):
+    """A stream of frames (image-to-image, the real-time use): the last steps of PeRFlow's
+    schedule from each frame noised by DDPM's forward process at the first kept step."""
+    g = torch.Generator().manual_seed(start)
+    frames, noise = torch.randn(5, 1, 8, 8, generator=g), torch.randn(5, 1, 8, 8, generator=g)
+    port = PeRFlowSequential(8, 4, prediction_type)
+    ref = torch.cat(
+        [
+            port.sample(denoiser, z[None], image=f[None], start=start)
+            for z, f in zip(noise, frames, strict=True)
+        ]
+    )
+    sched = PeRFlowWindows(8, 4, prediction_type)
+    sched.drop_first(start)
+    pipe = StreamPipeline(denoiser, (1, 8, 8), 8 - start, scheduler=sched)
+    out = pipe.generate(noise, images=frames)
+    assert_close(out, ref, atol=1e-5 * ref.abs().max().item(), rtol=1e-5)
+    # the first kept step sees the frame, not pure noise: a different frame, a different image
+    other = pipe.generate(noise, images=frames.flip(0))
+    assert (other - out).abs().max() > 1e-3

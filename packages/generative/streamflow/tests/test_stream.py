@@ -140,3 +140,24 @@ def test_per_sample_dict_conditions_and_reset():
     pipe.push(torch.zeros(1, 2, 2))  # the default condition
     pipe.reset()
     assert pipe.flush() == [] and (pipe.stage < 0).all()
+
+
+def test_timed_arms_run_guidance_and_decode_and_agree():
+    """The text-to-image timing: every arm runs classifier-free guidance (a batch of 2B) and
+    decodes its images inside the timed region; the stream's images are the loop's."""
+    from icml26.streamflow.bench import measure
+    from icml26.streamflow.model import text_to_image
+
+    u, vae, cond, uncond = text_to_image(sample_size=8)
+    f = DiffusersDenoiser(u)
+    res = measure(
+        f, (4, 8, 8), N=2, M=3, repeats=1, condition=cond, guidance_scale=4.0, uncond=uncond,
+        decode=vae,
+    )  # fmt: skip
+    assert res["max |stream - sequential|"] < 1e-4
+    noise = torch.randn(1, 4, 8, 8)
+    guided = sequential_sample(f, noise, 2, cond[None], guidance_scale=4.0, uncond=uncond[None])
+    plain = sequential_sample(f, noise, 2, cond[None])
+    assert (guided - plain).abs().max() > 1e-3  # guidance changes the sample
+    with pytest.raises(ValueError, match="uncond"):
+        sequential_sample(f, noise, 2, cond[None], guidance_scale=4.0)

@@ -242,7 +242,7 @@ def from_pipe(
     if not 0.0 < strength <= 1.0:
         raise ValueError(f"strength must be in (0, 1], got {strength}")
     vae = getattr(pipe, "vae", None)
-    channels, h, w = _latent_shape(pipe, model, family, vae, height, width)
+    (channels, h, w), pixels = _latent_shape(pipe, model, family, vae, height, width)
     total = num_steps
     # diffusers' image-to-image: skip int(n - n strength) steps of the n-step schedule.
     skip = int(max(total - min(total * strength, total), 0))
@@ -250,15 +250,15 @@ def from_pipe(
         raise ValueError(f"strength {strength} leaves no step of {total}")
     scheduler = _scheduler(pipe.scheduler, family, total, sigmas, (h // 2) * (w // 2))
     if skip:
-        if isinstance(scheduler, PeRFlowWindows):
-            raise ValueError("image-to-image (strength < 1) is implemented for flow matching only")
         scheduler.drop_first(skip)
     remaining = total - skip
 
     cfg = family != "flux" and guidance_scale is not None and guidance_scale > 1.0
     embeds = (prompt_embeds, pooled_prompt_embeds, negative_prompt_embeds,
               negative_pooled_prompt_embeds)  # fmt: skip
-    condition, uncond = _conditions(pipe, model, family, prompt, negative_prompt, cfg, embeds)
+    condition, uncond = _conditions(
+        pipe, model, family, prompt, negative_prompt, cfg, embeds, pixels
+    )
     denoiser = DiffusersDenoiser(
         model, guidance=guidance_scale if family == "flux" and guidance_scale is not None else None
     )
@@ -275,9 +275,9 @@ def from_pipe(
     )
 
 
-def _latent_shape(pipe, model, family: str, vae, height, width) -> tuple[int, int, int]:
-    """(channels, h, w) of the latents for an image of height x width pixels (default: the
-    model's sample size); Flux's latents are packed 2 x 2."""
+def _latent_shape(pipe, model, family: str, vae, height, width):
+    """((channels, h, w) of the latents, (height, width) in pixels) for an image of height x
+    width pixels (default: the model's sample size); Flux's latents are packed 2 x 2."""
     vsf = getattr(pipe, "vae_scale_factor", None) or (
         2 ** (len(vae.config.block_out_channels) - 1) if vae is not None else 1
     )
@@ -291,13 +291,15 @@ def _latent_shape(pipe, model, family: str, vae, height, width) -> tuple[int, in
     channels = model.config.in_channels
     if family == "flux":
         channels //= 4  # Flux's in_channels counts the packed 2x2 patch
-        return channels, 2 * (int(height) // (vsf * 2)), 2 * (int(width) // (vsf * 2))
-    return channels, int(height) // vsf, int(width) // vsf
+        latent = channels, 2 * (int(height) // (vsf * 2)), 2 * (int(width) // (vsf * 2))
+        return latent, (int(height), int(width))
+    return (channels, int(height) // vsf, int(width) // vsf), (int(height), int(width))
 
 
-def _conditions(pipe, model, family: str, prompt, negative_prompt, cfg: bool, embeds):
+def _conditions(pipe, model, family: str, prompt, negative_prompt, cfg: bool, embeds, pixels):
     """The denoiser's condition and (with classifier-free guidance) unconditional inputs, from
-    a prompt encoded once or from given embeddings."""
+    a prompt encoded once or from given embeddings (SDXL: with its pooled text embedding and
+    micro-conditioning time ids)."""
     prompt_embeds, pooled, negative, negative_pooled = embeds
     if prompt is not None:
         if prompt_embeds is not None:
@@ -306,13 +308,33 @@ def _conditions(pipe, model, family: str, prompt, negative_prompt, cfg: bool, em
             pipe, family, prompt, negative_prompt, cfg, model_device(model)
         )
     condition = uncond = None
+    time_ids = _sdxl_time_ids(model, pooled, pixels) if family == "unet_cond" else None
     if prompt_embeds is not None:
-        condition = _condition(family, prompt_embeds, pooled, "")
+        condition = _condition(family, prompt_embeds, pooled, "", time_ids)
     if cfg:
         if negative is None:
             raise ValueError("classifier-free guidance needs negative_prompt_embeds (or a prompt)")
-        uncond = _condition(family, negative, negative_pooled, "negative_")
+        uncond = _condition(family, negative, negative_pooled, "negative_", time_ids)
     return condition, uncond
+
+
+def _sdxl_time_ids(model, pooled, pixels) -> torch.Tensor | None:
+    """SDXL's micro-conditioning for an uncropped image generated at its own size:
+    (original size, crop top-left, target size) = (H, W, 0, 0, H, W), as
+    ``StableDiffusionXLPipeline`` builds it by default; None for a UNet without it."""
+    cfg = model.config
+    if cfg.get("addition_embed_type", None) != "text_time" or pooled is None:
+        return None
+    H, W = pixels
+    ids = torch.tensor([H, W, 0, 0, H, W], dtype=torch.float32)
+    expected = cfg.projection_class_embeddings_input_dim - pooled.shape[-1]
+    if expected != len(ids) * cfg.addition_time_embed_dim:
+        raise ValueError(
+            "this SDXL-style UNet takes other time ids than (original size, crop, target size) "
+            "(the refiner's aesthetic score?): give StreamPipeline the condition dict with "
+            "encoder_hidden_states, text_embeds and time_ids yourself"
+        )
+    return ids.to(pooled.device)
 
 
 def _scheduler(sched, family, num_steps, sigmas, image_seq_len):
@@ -337,13 +359,19 @@ def _scheduler(sched, family, num_steps, sigmas, image_seq_len):
     return BatchedFlowScheduler.from_diffusers(sched, num_steps, sigmas=sigmas, mu=mu)
 
 
-def _condition(family, embeds, pooled, prefix) -> dict:
+def _condition(family, embeds, pooled, prefix, time_ids=None) -> dict:
     embeds = _first(embeds, f"{prefix}prompt_embeds")
     if family in ("sd3", "flux"):
         if pooled is None:
             raise ValueError(f"{family} needs {prefix}pooled_prompt_embeds")
         return {"encoder_hidden_states": embeds, "pooled_projections": _first(pooled, "pooled")}
-    if family in ("unet_cond",):
+    if family == "unet_cond":
+        if time_ids is not None:  # SDXL: the pooled embedding and the time ids join the text
+            return {
+                "encoder_hidden_states": embeds,
+                "text_embeds": _first(pooled, f"{prefix}pooled_prompt_embeds"),
+                "time_ids": time_ids,
+            }
         return {"encoder_hidden_states": embeds}
     return {"class_labels": embeds}
 
@@ -366,11 +394,16 @@ def _encode(pipe, family, prompt, negative_prompt, cfg, device):
         )
         return e, p, ne, np_
     if family == "unet_cond":
-        if getattr(pipe.unet.config, "addition_embed_type", None) == "text_time":
-            raise TypeError(
-                "SDXL-style UNets also need text_embeds and time_ids: build the condition dict "
-                "yourself and give it to StreamPipeline(condition=...)"
+        if getattr(pipe.unet.config, "addition_embed_type", None) == "text_time":  # SDXL
+            e, ne, p, np_ = pipe.encode_prompt(
+                prompt=prompt,
+                prompt_2=None,
+                device=device,
+                num_images_per_prompt=1,
+                do_classifier_free_guidance=cfg,
+                negative_prompt=negative_prompt,
             )
+            return e, p, ne, np_
         e, ne = pipe.encode_prompt(
             prompt=prompt,
             device=device,

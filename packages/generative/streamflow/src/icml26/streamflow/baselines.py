@@ -15,15 +15,22 @@ def sequential_sample(
     num_steps: int,
     condition: Condition | None = None,
     scheduler=None,
+    guidance_scale: float | None = None,
+    uncond: Condition | None = None,
 ) -> torch.Tensor:
     """The naive per-batch loop (the baseline): every sample of ``noise`` (B, ...) at the same
     step, one model call per step. Default: diffusers' ``FlowMatchEulerDiscreteScheduler.step``
     itself; with ``scheduler`` (a :class:`BatchedFlowScheduler` or :class:`PeRFlowWindows`), its
-    step with a homogeneous step index. ``condition``: (B, ...) tensor or dict of them."""
+    step with a homogeneous step index. ``condition``: (B, ...) tensor or dict of them.
+    ``guidance_scale`` with ``uncond`` (shaped like ``condition``): classifier-free guidance,
+    both branches as one batch of 2B per step, as diffusers' pipelines run it."""
     num_steps = check_steps(num_steps)
     if not isinstance(noise, torch.Tensor) or noise.ndim < 2 or len(noise) == 0:
         raise ValueError(f"noise must be a (B, ...) tensor with B >= 1, got "
                          f"{tuple(getattr(noise, 'shape', ()))}")  # fmt: skip
+    if guidance_scale is not None and (condition is None or uncond is None):
+        raise ValueError("guidance_scale needs both condition and uncond")
+    model = _guided(model, guidance_scale, condition, uncond)
     x = noise
     if scheduler is None:
         from diffusers import FlowMatchEulerDiscreteScheduler
@@ -46,3 +53,22 @@ def sequential_sample(
             out = model(x, t, condition) if condition is not None else model(x, t)
             x = scheduler.step(out.to(x.dtype), k, x)
     return x
+
+
+def _guided(model: Denoiser, scale: float | None, condition, uncond) -> Denoiser:
+    """``model`` with classifier-free guidance folded in: ``f(x, t, cond)`` runs the conditional
+    and unconditional branches as one batch and returns ``u + scale (c - u)``."""
+    if scale is None:
+        return model
+
+    def both(c, u):
+        if isinstance(c, torch.Tensor):
+            return torch.cat([c, u])
+        return {k: torch.cat([c[k], u[k]]) for k in c}
+
+    def f(x, t, cond):
+        out = model(torch.cat([x, x]), torch.cat([t, t]), both(cond, uncond))
+        o_c, o_u = out.chunk(2)
+        return o_u + scale * (o_c - o_u)
+
+    return f

@@ -22,7 +22,7 @@ import torch
 from icml26.streamflow.adapters import DiffusersDenoiser
 from icml26.streamflow.baselines import sequential_sample
 from icml26.streamflow.model import unet
-from icml26.streamflow.pipeline import StreamPipeline, model_device
+from icml26.streamflow.pipeline import StreamPipeline, as_decoder, model_device
 from icml26.streamflow.scheduler import BatchedFlowScheduler
 from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
@@ -117,10 +117,16 @@ def measure(
     seed: int = 0,
     condition=None,
     dtype: torch.dtype | None = None,
+    guidance_scale: float | None = None,
+    uncond=None,
+    decode=None,
 ) -> dict:
     """One model at one N: images/s, latency and model calls of (a)-(e), each arm's speed-up
     over (a), and max |stream - sequential| on the same noise. ``condition``: one condition
-    (no batch dim) used for every image. With ``"compile"`` in ``backends`` the loop and the
+    (no batch dim) used for every image. ``guidance_scale`` with ``uncond`` (shaped like
+    ``condition``): classifier-free guidance in every arm (a batch of 2B per call); ``decode``
+    (a callable or a diffusers VAE): every arm decodes its finished latents inside the timed
+    region, as a real-time pipeline must. With ``"compile"`` in ``backends`` the loop and the
     batches of N are also timed through a compiled model, so the stream's compiled arm has a
     compiled baseline."""
     device = model_device(denoiser)
@@ -129,13 +135,23 @@ def measure(
     noise = torch.randn(M, *shape, generator=g).to(device, dtype)
     sched = BatchedFlowScheduler(N)
 
-    def batch_cond(b):
-        return None if condition is None else condition.expand(b, *condition.shape)
+    decoder = as_decoder(decode)
+
+    def batch_cond(c, b):
+        return None if c is None else c.expand(b, *c.shape)
+
+    def sample(model, chunk):
+        b = len(chunk)
+        x = sequential_sample(
+            model, chunk, N, batch_cond(condition, b), sched, guidance_scale, batch_cond(uncond, b)
+        )
+        if decoder is None:
+            return x
+        with torch.no_grad():
+            return decoder(x)
 
     def loop(model, size):  # homogeneous batches of `size` images, N calls each
-        return lambda _: torch.cat(
-            [sequential_sample(model, c, N, batch_cond(len(c)), sched) for c in noise.split(size)]
-        )
+        return lambda _: torch.cat([sample(model, c) for c in noise.split(size)])
 
     arms = {
         LOOP: (loop(denoiser, 1), None),
@@ -150,23 +166,11 @@ def measure(
         calls[f"{LOOP}, compile"] = M * N
         calls[f"(b) batch of N={N}, compile"] = -(-M // N) * N
     for backend in backends:
-        pipe = StreamPipeline(denoiser, shape, N, backend=backend, condition=condition, dtype=dtype)
-
-        def fill(pipe=pipe):  # a full pipeline: N - 1 samples in flight
-            pipe.reset()
-            for i in range(N - 1):
-                pipe.push(noise[i % M])
-
-        arms[f"(d) stream end to end, {backend}"] = (
-            lambda _, p=pipe: p.generate(noise),
-            pipe.reset,
-        )
-        arms[STEADY.format(backend=backend)] = (
-            lambda _, p=pipe: [p.push(noise[i]) for i in range(M)],
-            fill,
-        )
-        calls[f"(d) stream end to end, {backend}"] = M + N - 1
-        calls[STEADY.format(backend=backend)] = M
+        pipe = StreamPipeline(
+            denoiser, shape, N, guidance_scale=guidance_scale, backend=backend, dtype=dtype,
+            uncond=uncond, decode=decoder, condition=condition,
+        )  # fmt: skip
+        _stream_arms(arms, calls, pipe, backend, noise)
     timed = _interleaved_min(arms, device, repeats)
     rows = {
         name: _row(name, t, spread, M, N, calls[name]) for name, (_, t, spread) in timed.items()
@@ -180,6 +184,22 @@ def measure(
     for r in rows.values():
         r["speedup vs (a)"] = r["images/s"] / base
     return {"rows": rows, "max |stream - sequential|": max_err}
+
+
+def _stream_arms(arms: dict, calls: dict, pipe: StreamPipeline, backend: str, noise) -> None:
+    """The stream's two arms: (d) end to end (M pushes and the drain) and (e) steady state (a
+    full pipeline, M pushes that each emit one image; its construction and fill untimed)."""
+    M, N = len(noise), pipe.N
+
+    def fill():  # a full pipeline: N - 1 samples in flight
+        pipe.reset()
+        for i in range(N - 1):
+            pipe.push(noise[i % M])
+
+    arms[f"(d) stream end to end, {backend}"] = (lambda _: pipe.generate(noise), pipe.reset)
+    arms[STEADY.format(backend=backend)] = (lambda _: [pipe.push(noise[i]) for i in range(M)], fill)
+    calls[f"(d) stream end to end, {backend}"] = M + N - 1
+    calls[STEADY.format(backend=backend)] = M
 
 
 def _row(name: str, t: float, spread: float, M: int, N: int, calls: int) -> dict:

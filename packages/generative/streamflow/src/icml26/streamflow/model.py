@@ -90,3 +90,46 @@ def train_flow_matching(
         losses.append(loss.item())
     model.eval()
     return losses
+
+
+def text_to_image(
+    sample_size: int = 8, text_len: int = 8, seed: int = 0, device: str | torch.device = "cpu"
+) -> tuple:
+    """A random text-to-image pipeline in miniature, for timing what a real-time loop runs: a
+    diffusers ``UNet2DConditionModel`` on (4, sample_size, sample_size) latents with cross
+    attention to a (text_len, 32) prompt embedding (classifier-free guidance doubles its batch),
+    and an ``AutoencoderTiny`` (TAESD's blocks, narrower and shallower) that decodes every
+    finished latent to 4x its size in RGB. On one CPU thread its decode costs about a quarter
+    of a guided model call per image (TAESD beside Stable Diffusion 1.5's UNet weighs less, so
+    decoding takes a larger share here than in the paper's setting).
+    Returns (unet, vae, condition, uncond)."""
+    from diffusers import AutoencoderTiny, UNet2DConditionModel
+
+    torch.manual_seed(seed)
+    unet_ = UNet2DConditionModel(
+        sample_size=sample_size,
+        in_channels=4,
+        out_channels=4,
+        block_out_channels=(32, 64),
+        layers_per_block=1,
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        cross_attention_dim=32,
+        attention_head_dim=4,
+        norm_num_groups=8,
+    )
+    vae = AutoencoderTiny(
+        encoder_block_out_channels=(16, 16, 16),
+        decoder_block_out_channels=(16, 16, 16),
+        num_encoder_blocks=(1, 1, 1),
+        num_decoder_blocks=(1, 1, 1),
+        latent_channels=4,
+    )
+    g = torch.Generator().manual_seed(seed + 1)
+    cond, uncond = torch.randn(2, text_len, 32, generator=g)
+    return (
+        unet_.to(device).eval(),
+        vae.to(device).eval(),
+        cond.to(device),
+        uncond.to(device),
+    )

@@ -14,6 +14,7 @@ static graph. Classifier-free guidance runs the conditional and unconditional br
 batch of 2N and combines them before the step.
 """
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Literal
 
@@ -117,7 +118,7 @@ class StreamPipeline:
         self.model, self.N = model, num_steps
         self.shape, self.device = tuple(latent_shape), torch.device(device)
         self.dtype = dtype or model_dtype(model)
-        self.guidance_scale, self.decode = guidance_scale, _decoder(decode)
+        self.guidance_scale, self.decode = guidance_scale, as_decoder(decode)
         self.latents = torch.zeros(self.N, *self.shape, device=self.device, dtype=self.dtype)
         # The device's stage per slot (-1: empty), and its host mirror: the host decides which
         # slot is free or finished without reading the device.
@@ -309,22 +310,29 @@ class StreamPipeline:
 class VaeDecoder(nn.Module):
     """``z (B, C, h, w) latents -> images (B, 3, H, W)`` in [-1, 1] through a diffusers VAE
     (``AutoencoderKL``, ``AutoencoderTiny``, ...): ``vae.decode(z / scaling_factor +
-    shift_factor)`` as diffusers pipelines do, in the VAE's dtype."""
+    shift_factor)`` as diffusers pipelines do, in the VAE's dtype. A float16 VAE whose config
+    says ``force_upcast`` (SD 1.5's and SDXL's AutoencoderKL, whose decoders overflow in half
+    precision) decodes through a float32 copy, as diffusers' pipelines upcast it; the images come
+    back in the latents' dtype."""
 
     def __init__(self, vae: nn.Module):
         super().__init__()
         if not hasattr(vae, "decode"):
             raise TypeError(f"vae must have a decode method, got {type(vae).__name__}")
-        self.vae = vae
-        self.scaling = float(vae.config.get("scaling_factor", None) or 1.0)
-        self.shift = float(vae.config.get("shift_factor", None) or 0.0)
+        config = getattr(vae, "config", {})
+        self.upcast = bool(config.get("force_upcast", False)) and model_dtype(vae) == torch.float16
+        # A copy: the caller's VAE stays as it was (diffusers upcasts the pipeline's own).
+        self.vae = copy.deepcopy(vae).float() if self.upcast else vae
+        self.scaling = float(config.get("scaling_factor", None) or 1.0)
+        self.shift = float(config.get("shift_factor", None) or 0.0)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        z = z.to(model_dtype(self.vae))
-        return self.vae.decode(z / self.scaling + self.shift, return_dict=False)[0]
+        x = z.to(model_dtype(self.vae))
+        out = self.vae.decode(x / self.scaling + self.shift, return_dict=False)[0]
+        return out.to(z.dtype) if self.upcast else out
 
 
-def _decoder(decode):
+def as_decoder(decode):
     if decode is None or not hasattr(decode, "decode") or not hasattr(decode, "config"):
         return decode
     return VaeDecoder(decode)

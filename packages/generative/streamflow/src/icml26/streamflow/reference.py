@@ -57,11 +57,21 @@ class PeRFlowSequential:
         prev = self.timesteps[idx + 1] if (idx + 1) < len(self.timesteps) else 0
         return sample + ((prev - timestep) / 1000) * v
 
-    def sample(self, model, noise: torch.Tensor, condition=None) -> torch.Tensor:
-        """The sequential loop: every sample of ``noise`` (B, ...) through all steps."""
-        x = noise
+    def add_noise(self, image: torch.Tensor, noise: torch.Tensor, timestep) -> torch.Tensor:
+        """DDPM's forward process at an integer timestep (alphas_cumprod indexed from 0)."""
+        a = self.alphas_cumprod[int(timestep) - 1]
+        return a**0.5 * image + (1 - a) ** 0.5 * noise
+
+    def sample(
+        self, model, noise: torch.Tensor, condition=None, image=None, start: int = 0
+    ) -> torch.Tensor:
+        """The sequential loop: every sample of ``noise`` (B, ...) through all steps; with
+        ``image``, image-to-image as diffusers' img2img pipelines run a scheduler: the steps from
+        ``start`` on, from ``add_noise(image, noise, timesteps[start])``."""
+        steps = self.timesteps[start:]
+        x = noise if image is None else self.add_noise(image, noise, steps[0])
         with torch.no_grad():
-            for t in self.timesteps.to(noise.device):
+            for t in steps.to(noise.device):
                 tt = t.expand(len(x))
                 out = model(x, tt, condition) if condition is not None else model(x, tt)
                 x = self.step(out, t, x)

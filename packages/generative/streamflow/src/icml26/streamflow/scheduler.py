@@ -300,7 +300,12 @@ class PeRFlowWindows(_Tables):
         return self.starts.to(t_c.device)[idx], ends[idx]
 
     def scale_noise(self, image: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError("image-to-image with PeRFlow windows is not implemented")
+        """The noised image the first step starts from (image-to-image): PeRFlow's
+        ``add_noise``, DDPM's forward process at the first kept timestep t_0,
+        ``sqrt(abar) image + sqrt(1 - abar) noise`` with ``abar = alphas_cumprod[t_0 - 1]``,
+        for every parameterisation (as the authors' scheduler does)."""
+        ac = self.alphas_cumprod.to(image.device)[self.timesteps[0].long() - 1].to(image.dtype)
+        return ac.sqrt() * image + (1 - ac).sqrt() * noise
 
     def step(self, model_output: torch.Tensor, k: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """One PeRFlow step for every sample at its own step k (B,): window lookup, the model
