@@ -85,3 +85,29 @@ def test_perflow_image_to_image_equals_the_sequential_img2img(denoiser, predicti
     # the first kept step sees the frame, not pure noise: a different frame, a different image
     other = pipe.generate(noise, images=frames.flip(0))
     assert (other - out).abs().max() > 1e-3
+
+
+def test_from_pipe_streams_a_perflow_pipeline_image_to_image(denoiser):
+    """strength keeps Stable Diffusion img2img's int(n strength) steps (2 of 5 at 0.5)."""
+    from types import SimpleNamespace
+
+    from icml26.streamflow import from_pipe
+
+    class PeRFlowScheduler:  # the authors' class, as a diffusers config would load it
+        def __init__(self):
+            self.config = dict(num_time_windows=4, prediction_type="ddim_eps")
+
+    pipe = SimpleNamespace(unet=denoiser.model, vae=None, vae_scale_factor=1,
+                           scheduler=PeRFlowScheduler())  # fmt: skip
+    stream = from_pipe(pipe, 5, height=8, width=8, strength=0.5, decode=False)
+    assert stream.N == 2
+    g = torch.Generator().manual_seed(9)
+    frames, noise = torch.randn(3, 1, 8, 8, generator=g), torch.randn(3, 1, 8, 8, generator=g)
+    port = PeRFlowSequential(5, 4, "ddim_eps")
+    ref = torch.cat(
+        [
+            port.sample(denoiser, z[None], image=f[None], start=3)
+            for z, f in zip(noise, frames, strict=True)
+        ]
+    )
+    assert_close(stream.generate(noise, images=frames), ref, atol=1e-5, rtol=1e-5)

@@ -222,8 +222,9 @@ def from_pipe(
         pipe: a diffusers pipeline with a flow-matching scheduler (``FlowMatchEulerDiscrete``:
             SD3, Flux, flow UNets) or a PeRFlow scheduler (PeRFlow-accelerated SD).
         num_steps: sampling steps of the schedule (with ``strength`` < 1 the stream runs the
-            last ``num_steps - int(num_steps - num_steps * strength)`` of them, as diffusers'
-            image-to-image pipelines do).
+            last of them as diffusers' image-to-image pipelines do: ``num_steps -
+            int(num_steps - num_steps * strength)`` for SD3 and Flux, ``int(num_steps *
+            strength)`` for PeRFlow's Stable Diffusion models).
         height, width: image size in pixels (default: the model's sample size).
         prompt / negative_prompt: encoded once with ``pipe.encode_prompt``; or give the
             embeddings (``prompt_embeds``, ``pooled_prompt_embeds`` and their negatives, batch 1).
@@ -244,11 +245,14 @@ def from_pipe(
     vae = getattr(pipe, "vae", None)
     (channels, h, w), pixels = _latent_shape(pipe, model, family, vae, height, width)
     total = num_steps
-    # diffusers' image-to-image: skip int(n - n strength) steps of the n-step schedule.
-    skip = int(max(total - min(total * strength, total), 0))
+    scheduler = _scheduler(pipe.scheduler, family, total, sigmas, (h // 2) * (w // 2))
+    if isinstance(scheduler, PeRFlowWindows):
+        # Stable Diffusion's img2img (PeRFlow's models are SD): keep int(n strength) steps.
+        skip = total - min(int(total * strength), total)
+    else:  # SD3's and Flux's img2img: skip int(n - n strength) steps
+        skip = int(max(total - min(total * strength, total), 0))
     if skip >= total:
         raise ValueError(f"strength {strength} leaves no step of {total}")
-    scheduler = _scheduler(pipe.scheduler, family, total, sigmas, (h // 2) * (w // 2))
     if skip:
         scheduler.drop_first(skip)
     remaining = total - skip
