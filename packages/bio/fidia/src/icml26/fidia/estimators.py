@@ -39,6 +39,8 @@ import numbers
 
 import torch
 
+from icml26.fidia.baselines import grpo_weights, rloo_weights
+
 
 def log_binom(n: torch.Tensor | float, k: torch.Tensor | float) -> torch.Tensor:
     """log C(n, k) in float64, -inf where k < 0 or k > n (an empty choice)."""
@@ -200,7 +202,4 @@ def policy_weights(rewards: torch.Tensor, objective: str, N: int) -> torch.Tenso
         raise ValueError(f"{objective} needs at least 2 samples per group, got {n}")
     if objective == "maxn":
         return maxn_weights(rewards, N) * (n / N)
-    if objective == "mean":
-        return maxn_weights(rewards, 1) * n
-    r = rewards.double()  # grpo
-    return (r - r.mean(-1, keepdim=True)) / (r.std(-1, keepdim=True) + 1e-4)
+    return rloo_weights(rewards) if objective == "mean" else grpo_weights(rewards)

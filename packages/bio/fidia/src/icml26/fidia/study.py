@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from tqdm.auto import tqdm
 
+from icml26.fidia.baselines import tune_temperatures
 from icml26.fidia.data import examples_dir
 from icml26.fidia.estimators import maxn_value, passn_value
 from icml26.fidia.toys import gradient_check, train_toy
@@ -184,14 +185,12 @@ def evaluate_samples(task, seqs: torch.Tensor, N: int, judge=None) -> dict[str, 
 def _tune_temperatures(policy, task, cfg, generator) -> tuple[dict[str, float], dict]:
     """The base arm's temperatures, one per metric, chosen on the *training* reward (the judge
     is held out) with ``cfg.tune_samples`` samples per temperature; ties go to the mean reward."""
-    table = {}
-    for T in cfg.temperatures:
-        s = policy.sample(task.backbone, cfg.tune_samples, T, task.fixed, generator)
-        table[T] = evaluate_samples(task, s.seqs.cpu(), cfg.N)
-    chosen = {
-        metric: max(cfg.temperatures, key=lambda T, m=metric: (table[T][m], table[T]["reward"]))
-        for metric in BASE_ARMS
-    }
+    chosen, table = tune_temperatures(
+        lambda T: policy.sample(task.backbone, cfg.tune_samples, T, task.fixed, generator).seqs,
+        lambda seqs: evaluate_samples(task, seqs.cpu(), cfg.N),
+        cfg.temperatures,
+        BASE_ARMS,
+    )
     keep = ("success_at_n", "precision", "reward")
     return chosen, {f"{T:g}": {k: v[k] for k in keep} for T, v in table.items()}
 

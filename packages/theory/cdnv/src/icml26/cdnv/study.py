@@ -26,6 +26,7 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.cdnv.axes import axis_cosine_bound, decision_axis_cosines
+from icml26.cdnv.baselines import raw_pixels, untrained_features, whiten
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.callback import CDNVMonitor
 from icml26.cdnv.data import MultitaskGenerator, load_digits_images, load_mnist_images
@@ -153,8 +154,9 @@ def _transfer(cfg: DemoConfig, dataset: str, seed: int, device: str) -> tuple[li
         return aug(xb, gen), aug(xb, gen)
 
     base = {"dataset": dataset, "seed": seed, "heldout": held}
-    nulls = [{**base, "encoder": "raw pixels", **_geometry(x_eval.flatten(1), y_eval)}]
-    nulls[0]["fewshot"] = _fewshot(x_eval.flatten(1), y_eval, cfg, seed)
+    pixels = raw_pixels(x_eval)
+    nulls = [{**base, "encoder": "raw pixels", **_geometry(pixels, y_eval)}]
+    nulls[0]["fewshot"] = _fewshot(pixels, y_eval, cfg, seed)
     runs = []
     for obj in cfg.objectives:
         torch.manual_seed(seed)  # the same initial network for every objective (and the null)
@@ -216,15 +218,12 @@ def _multitask(cfg: DemoConfig, seed: int, device: str) -> dict:
         }
 
     # The simplest strong baseline for untangling axes: whitening the input (a linear map).
-    centred = x_mt - x_mt.mean(0)
-    evals, evecs = torch.linalg.eigh(centred.T @ centred / len(centred))
-    whitened = centred @ evecs / evals.clamp_min(1e-12).sqrt()
-    out = {"seed": seed, "raw input": summary(x_mt), "whitened input": summary(whitened)}
+    out = {"seed": seed, "raw input": summary(x_mt), "whitened input": summary(whiten(x_mt))}
     for obj in cfg.objectives:
         torch.manual_seed(seed)
         enc = MLPEncoder(gen_model.dim, 256, 32).to(device)
-        with torch.no_grad():  # every objective starts from this same seeded encoder
-            out.setdefault("random encoder", summary(enc.eval()(x_mt)))
+        # every objective starts from this same seeded encoder
+        out.setdefault("random encoder", summary(untrained_features(enc, x_mt)))
         train_ssl(
             enc.train(),
             projector(32, 256, 64).to(device),
