@@ -92,6 +92,9 @@ class DemoConfig(DemoOptions):
     """Spots per synthetic slide."""
     steps: int = 120
     """Training steps per model on the synthetic cohort."""
+    shift_variants: bool = True
+    """Also train HiST with and without tokens on the stain-shift-only and biology-shift-only
+    cohorts (the tokens' null control: no gain when no slide summary can help)."""
     her2st_lrs: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
     """HER2ST validation grid, the same for every network: peak learning rates."""
     her2st_step_caps: tuple[int, ...] = (300, 600)
@@ -188,6 +191,31 @@ def _fit(name, train_slides, steps, cfg: DemoConfig, seed: int):
     return model
 
 
+SYNTHETIC_RIDGES = {
+    "ridge": "spot",
+    "ridge + slide stats": "slide",
+    "ridge multi-scale": "multiscale",
+}
+"""Closed-form references with the same information (row 4 judges HiST against them): ridge
+on each spot's features, with the slide's feature statistics (what the tokens summarise), and
+with neighbourhood means at two scales."""
+
+
+def _ridge_runs(probes: dict[str, str], train_slides, test_slides, seeds: int) -> dict:
+    """Each ridge probe (name -> context), fit on all but the last two training slides (which
+    choose the penalty), scored on the test slides; one deterministic score repeated per seed."""
+    fit_on, choose_on = train_slides[:-2] or train_slides, train_slides[-2:]
+    out = {}
+    for name, context in probes.items():
+        probe = RidgeProbe(context)
+        probe.target_sum = None
+        probe.fit(fit_on, choose_on)
+        pred = [np.clip(np.expm1(probe.predict_log1p(t)), 0, None) for t in test_slides]
+        scores = [slide_metrics(p, t.counts) for p, t in zip(pred, test_slides, strict=True)]
+        out[name] = [average(scores)] * seeds
+    return out
+
+
 def run_synthetic(cfg: DemoConfig) -> dict:
     world = SyntheticWorld()
     train_slides = make_cohort(cfg.train_slides, cfg.spots, seed=0, world=world)
@@ -203,32 +231,46 @@ def run_synthetic(cfg: DemoConfig) -> dict:
                 example = _example_map(model, test_slides[0])
             bar.update()
     bar.close()
-    # Closed-form references with the same information (row 4 judges HiST against them): ridge
-    # on each spot's features, and with the slide's feature statistics (what the tokens
-    # summarise); fit on all but the last two training slides, which choose the penalty.
-    fit_on, choose_on = train_slides[:-2] or train_slides, train_slides[-2:]
-    for name, probe in (
-        ("ridge", RidgeProbe("spot")),
-        ("ridge + slide stats", RidgeProbe("slide")),
-        ("ridge multi-scale", RidgeProbe("multiscale")),
-    ):
-        probe.target_sum = None
-        probe.fit(fit_on, choose_on)
-        score = average(
-            [
-                slide_metrics(np.clip(np.expm1(probe.predict_log1p(t)), 0, None), t.counts)
-                for t in test_slides
-            ]
-        )
-        runs[name] = [score] * cfg.seeds
+    runs |= _ridge_runs(SYNTHETIC_RIDGES, train_slides, test_slides, cfg.seeds)
     summary = {m: _mean_std(r) for m, r in runs.items()}
-    return {
+    out = {
         "models": summary,
         "per_seed": runs,
         "example": example,
         "slides": {"train": cfg.train_slides, "test": cfg.test_slides, "spots": cfg.spots},
         "seeds": cfg.seeds,
     }
+    if cfg.shift_variants:
+        out["shift variants"] = {v: run_shift_variant(cfg, v) for v in SHIFT_VARIANTS}
+    return out
+
+
+SHIFT_VARIANTS = {
+    "stain shift only": SyntheticWorld(stain_shift=1.0, biology_shift=0.0),
+    "biology shift only": SyntheticWorld(stain_shift=0.0, biology_shift=1.0),
+}
+"""The batch shift split in two (:mod:`icml26.hist.synthetic`): in the features only, and in
+the expression only."""
+
+
+def run_shift_variant(cfg: DemoConfig, variant: str) -> dict:
+    """HiST with and without tokens (same seeds and budget as the main cohort) and the ridge probe
+    with and without slide statistics, on one shift variant's cohort."""
+    world = SHIFT_VARIANTS[variant]
+    train_slides = make_cohort(cfg.train_slides, cfg.spots, seed=0, world=world)
+    test_slides = make_cohort(cfg.test_slides, cfg.spots, seed=10_000, world=world)
+    runs = {m: [] for m in ("HiST", "HiST no tokens")}
+    for s in tqdm(range(cfg.seeds), desc=f"(a) {variant}"):
+        for name in runs:
+            model = _fit(name, train_slides, cfg.steps, cfg, cfg.seed + s)
+            runs[name].append(evaluate(model, test_slides, scale="linear")["mean"])
+    runs |= _ridge_runs(
+        {k: SYNTHETIC_RIDGES[k] for k in ("ridge", "ridge + slide stats")},
+        train_slides,
+        test_slides,
+        cfg.seeds,
+    )
+    return {"models": {m: _mean_std(r) for m, r in runs.items()}, "per_seed": runs}
 
 
 def _example_map(model, slide) -> dict:

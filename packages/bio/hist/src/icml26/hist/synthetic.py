@@ -20,6 +20,12 @@ slides (seeded by ``world_seed``):
   coarse field averages to zero, so the slide's own feature mean reveals P_g b_s: what the slide
   calibration tokens, initialised from the feature pools, can pick up.
 
+Two variants split the batch shift (``SyntheticWorld(stain_shift=, biology_shift=)`` scale b_s in
+the features and in the expression): a **stain shift** alone (the features move, the expression
+does not: the slide's feature mean tells the model what to subtract) and a **biology shift**
+alone (the expression moves and nothing in the features shows it: no slide summary can help, so
+calibration tokens must not help either, a null control).
+
 Tissue outlines are random smooth blobs; lattices are square (legacy ST, Visium HD) or
 hexagonal (Visium, rows offset by half a pitch).
 """
@@ -38,6 +44,16 @@ class SyntheticWorld:
     num_features: int = 32
     num_genes: int = 50
     world_seed: int = 0
+    stain_shift: float = 1.0
+    """Scale of the slide shift b_s in the features (P_g b_s); 0: no stain shift."""
+    biology_shift: float = 1.0
+    """Scale of the slide shift b_s in the expression (W_b b_s); 0: no biological shift."""
+
+    def __post_init__(self):
+        for name in ("stain_shift", "biology_shift"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < float("inf"):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
     def maps(self):
         r = np.random.default_rng(self.world_seed)
@@ -117,7 +133,7 @@ def make_slide(
     feats = (
         u @ m["P_u"].T
         + (f + eps) @ m["P_f"].T
-        + (g + b) @ m["P_g"].T
+        + (g + world.stain_shift * b) @ m["P_g"].T
         + 0.3 * r.normal(size=(n, world.num_features))
     )
     eta = (
@@ -125,7 +141,7 @@ def make_slide(
         + u @ m["W_u"].T
         + np.tanh(1.5 * f) @ m["W_f"].T
         + np.tanh(1.5 * g) @ m["W_g"].T
-        + m["W_b"] @ b
+        + world.biology_shift * (m["W_b"] @ b)
     )
     counts = r.poisson(np.exp(eta))
     xy = pos[:, ::-1] * pitch  # (x, y) = (col, row) * pitch

@@ -279,6 +279,33 @@ def her2st_control(her2st: dict | None) -> dict:
     )  # fmt: skip
 
 
+TOKENS_NULL = (
+    "calibration tokens do not help when no slide summary can (biology-shift-only synthetic "
+    "cohort: HiST ties HiST without tokens)"
+)
+
+
+def tokens_null_control(synthetic: dict) -> dict:
+    """Null control of the tokens row: on the cohort whose slide shift moves only the expression
+    (nothing in the features shows it), HiST with tokens must not beat HiST without them by more
+    than the seeds' noise; a gain there would be capacity, not calibration. The stain-only
+    cohort's numbers (where tokens should help) are reported beside it."""
+    v = synthetic["shift variants"]
+    calls = {k: _compare(m["models"]["HiST"], m["models"]["HiST no tokens"]) for k, m in v.items()}
+
+    def text(k):
+        m = v[k]["models"]
+        return (
+            f"{k}: HiST {m['HiST']['pearson']:.3f} ± {m['HiST']['pearson std']:.3f} vs without "
+            f"tokens {m['HiST no tokens']['pearson']:.3f} ± {m['HiST no tokens']['pearson std']:.3f}"
+            f" ({calls[k]}; ridge {m['ridge']['pearson']:.3f}, + slide stats "
+            f"{m['ridge + slide stats']['pearson']:.3f})"
+        )
+
+    evidence = "pooled Pearson, " + "; ".join(text(k) for k in v)
+    return control(TOKENS_NULL, "null", calls["biology shift only"] != "better", evidence)
+
+
 def verdict(results: dict) -> dict:
     """One row per claim from the measurements of :func:`experiment`, the HER2ST control,
     counts and the summary. A tie (inside the seeds' noise) is inconclusive."""
@@ -300,4 +327,8 @@ def verdict(results: dict) -> dict:
     ]
     if results.get("her2st") is None:  # untestable rows rest on nothing
         claims = [{**c, "controls": []} for c in claims]
-    return judge(claims, [her2st_control(results.get("her2st"))])
+    controls = [her2st_control(results.get("her2st"))]
+    if synthetic is not None and "shift variants" in synthetic:
+        controls.append(tokens_null_control(synthetic))
+        claims[0] = {**claims[0], "controls": [*claims[0]["controls"], TOKENS_NULL]}
+    return judge(claims, controls)
