@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
+import icml26.hist as H
 from icml26.hist import Slide
 from icml26.hist.cli import load_slides, main
 from icml26.testing import assert_rejects
@@ -55,3 +56,72 @@ def test_ridge_probe_names_an_unknown_context_or_penalty():
     slide = _slide(np.ones((4, 3)))
     for radius in (0, 1.5, True):
         assert_rejects(lambda r=radius: neighbourhood_mean(slide, r), "radius")
+
+
+@pytest.mark.parametrize(
+    ("call", "names"),
+    [
+        (lambda: H.SyntheticWorld(num_features=0), "num_features"),
+        (lambda: H.SyntheticWorld(num_genes=2.5), "num_genes"),
+        (lambda: H.SyntheticWorld(stain_shift=-1.0), "stain_shift"),
+        (lambda: H.SyntheticWorld(biology_shift=float("nan")), "biology_shift"),
+        (lambda: H.make_slide(10.5, 0), "num_spots"),
+        (lambda: H.make_slide(16, 0, pitch=0), "pitch"),
+        (lambda: H.make_cohort(0, 16), "num_slides"),
+    ],
+)
+def test_synthetic_cohorts_name_their_bad_sizes(call, names):
+    assert_rejects(call, names)
+
+
+@pytest.mark.parametrize(
+    ("make", "names"),
+    [
+        (lambda: H.HiSTConfig(0, 5), "in_features"),
+        (lambda: H.HiSTConfig(5, 5, dim=0), "dim"),
+        (lambda: H.HiSTConfig(5, 5, dim=16, heads=3), ["dim", "heads"]),
+        (lambda: H.HiSTConfig(5, 5, dim=16, stages="1-1"), "stages"),
+        (lambda: H.HiSTConfig(5, 5, dim=16, stages="101-21"), "stages"),
+        (lambda: H.HiSTConfig(5, 5, dim=16, dropout=1.0), "dropout"),
+        (lambda: H.HiSTConfig(5, 5, dim=16, window=1), "window"),
+        (lambda: H.BaselineConfig(5, 0), "num_genes"),
+        (lambda: H.BaselineConfig(5, 5, layers=-1), "layers"),
+        (lambda: H.BaselineConfig(5, 5, k=0), "k"),
+    ],
+)
+def test_model_configs_check_themselves_when_built(make, names):
+    assert_rejects(make, names)
+
+
+def test_metrics_refuse_nan_and_models_refuse_what_is_not_a_slide():
+    nan = np.full((3, 2), np.nan)
+    for metric in (H.slide_metrics, H.gene_pearsons):
+        assert_rejects(lambda m=metric: m(nan, np.ones((3, 2))), "finite")
+    assert_rejects(lambda: H.MeanExpression().predict_log1p(_slide(np.ones((4, 3)))), "fit")
+    model = H.HiST(H.HiSTConfig(4, 3, dim=16))
+    assert_rejects(lambda: H.predict("model", _slide(np.ones((4, 3)))), "model")
+    assert_rejects(lambda: H.predict_log1p(model, np.ones((4, 4))), "slide")
+    assert_rejects(lambda: H.evaluate(model, [], scale="linear"), "slides")
+    assert_rejects(lambda: H.train(model, [], H.TrainConfig(steps=1)), "slides")
+    assert_rejects(lambda: H.TrainConfig(lr=-1), "lr")
+    assert_rejects(lambda: H.highly_variable_genes([_slide(np.ones((4, 3)))], 0), "n")
+    assert_rejects(lambda: H.highly_expressed_genes([], 5), "slides")
+
+
+def test_models_images_and_files_name_what_is_wrong(tmp_path):
+    cfg = H.BaselineConfig(4, 3, dim=16)
+    for model in (H.SpotMLP, H.KNNAttention, H.FullAttention):
+        assert_rejects(lambda m=model: m(H.HiSTConfig(4, 3, dim=16)), "BaselineConfig")
+    for model in (H.HiST, H.DenseGridHiST):
+        assert_rejects(lambda m=model: m(cfg), "HiSTConfig")
+    assert_rejects(lambda: H.to_lattice(np.full((3, 2), np.nan), 1.0), "xy")
+    assert_rejects(lambda: H.to_lattice(np.ones((3, 2)), 0.0), "step")
+    image = np.zeros((40, 40, 3), np.uint8)
+    assert_rejects(lambda: H.pseudo_spots(image, 0), "pitch_px")
+    assert_rejects(lambda: H.spot_patches(image, np.ones((2, 2)), 0), "diameter_px")
+    assert_rejects(lambda: H.slide_from_image(image[..., 0], 5), "image")
+    for embed in (H.featurise_patches, H.embed_patches):
+        assert_rejects(lambda e=embed: e(np.zeros((3, 4, 4))), "patches")
+    assert_rejects(lambda: H.load_her2st(tmp_path, "A1"), "A1")
+    model = H.HiST(H.HiSTConfig(4, 3, dim=16))
+    assert_rejects(lambda: H.load_checkpoint(tmp_path, model), "checkpoint")

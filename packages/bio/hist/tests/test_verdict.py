@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from icml26.hist.study import HER2ST_MODELS, _her2st_summary
-from icml26.hist.verdict import CLAIMS, HER2ST_LEARNS, paired_margin, verdict
+from icml26.hist.verdict import CLAIMS, HER2ST_LEARNS, TOKENS_NULL, paired_margin, verdict
 from icml26.testing import summarise
 
 ROWS = ["tokens", "context", "local", "strongest", "cost", "real", "real_tokens", "cohorts"]
@@ -290,3 +290,33 @@ def test_null_world_does_not_reproduce():
                            ridge_slide=0.72, her2st=her2st)  # fmt: skip
         got = _verdicts(verdict(results)["claims"])
         assert all(got[k] != "reproduced" for k in ("tokens", "local", "real", "real_tokens"))
+
+
+def _with_shift_variants(results: dict, stain=(0.80, 0.76), biology=(0.75, 0.75)) -> dict:
+    def cohort(hist, no_tokens):
+        return {
+            "models": {
+                "HiST": _model(hist),
+                "HiST no tokens": _model(no_tokens),
+                "ridge": _model(0.76, 0.0),
+                "ridge + slide stats": _model(0.80, 0.0),
+            }
+        }
+
+    variants = {"stain shift only": cohort(*stain), "biology shift only": cohort(*biology)}
+    return {**results, "synthetic": {**results["synthetic"], "shift variants": variants}}
+
+
+def test_tokens_rest_on_their_null_control():
+    judged = verdict(_with_shift_variants(_results()))
+    control = next(c for c in judged["controls"] if c["name"] == TOKENS_NULL)
+    assert control["passed"] and control["kind"] == "null"
+    assert "stain shift only: HiST 0.800" in control["evidence"]
+    assert _verdicts(judged["claims"])["tokens"] == "reproduced"
+    # tokens that also "help" where no slide summary can: a gain from capacity, not calibration
+    judged = verdict(_with_shift_variants(_results(), biology=(0.78, 0.75)))
+    assert not next(c for c in judged["controls"] if c["name"] == TOKENS_NULL)["passed"]
+    got = _verdicts(judged["claims"])
+    assert got["tokens"] == "untestable here" and got["context"] == "reproduced"
+    # results without the variants (older files) keep the row without this control
+    assert TOKENS_NULL not in verdict(_results())["claims"][0]["controls"]

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml26.hist.attention import edge_attention
-from icml26.hist.model import SpotModel, register
+from icml26.hist.model import SpotModel, check_sizes, register
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ class BaselineConfig:
     @property
     def num_heads(self) -> int:
         return self.heads if self.heads is not None else max(1, self.dim // 64)
+
+    def __post_init__(self):
+        check_sizes(self, ("in_features", "num_genes", "dim", "layers", "k"))
 
 
 @register

@@ -68,6 +68,8 @@ class MeanExpression:
         return self
 
     def predict_log1p(self, slide: Slide) -> np.ndarray:
+        if not hasattr(self, "mean"):
+            raise ValueError("MeanExpression: call fit(slides) before predict_log1p")
         return np.broadcast_to(self.mean, (len(slide), len(self.mean))).copy()
 
 

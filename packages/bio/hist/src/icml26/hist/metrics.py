@@ -20,21 +20,26 @@ def _pearson(a: np.ndarray, b: np.ndarray, axis=None) -> np.ndarray:
         return np.where(varies, (a * b).sum(axis) / np.where(varies, den, 1), np.nan)
 
 
-def gene_pearsons(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
-    """(G,) Pearson correlation across the spots of a slide for each gene; a constant prediction
-    or truth scores 0 (it carries no information about which spots express the gene)."""
+def _pair(pred, true) -> tuple[np.ndarray, np.ndarray]:
     pred, true = np.asarray(pred, np.float64), np.asarray(true, np.float64)
     if pred.shape != true.shape or pred.ndim != 2:
         raise ValueError(f"pred and true must both be (N, G), got {pred.shape}, {true.shape}")
+    if not (np.isfinite(pred).all() and np.isfinite(true).all()):
+        raise ValueError("pred and true must be finite (NaN or inf found)")
+    return pred, true
+
+
+def gene_pearsons(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """(G,) Pearson correlation across the spots of a slide for each gene; a constant prediction
+    or truth scores 0 (it carries no information about which spots express the gene)."""
+    pred, true = _pair(pred, true)
     return np.nan_to_num(_pearson(pred, true, axis=0), nan=0.0)
 
 
 def slide_metrics(pred: np.ndarray, true: np.ndarray) -> dict[str, float]:
     """pred, true: (N, G) linear expression of one slide -> pooled R2 and Pearson, per-gene
     Pearson (mean over genes with variance)."""
-    pred, true = np.asarray(pred, np.float64), np.asarray(true, np.float64)
-    if pred.shape != true.shape or pred.ndim != 2:
-        raise ValueError(f"pred and true must both be (N, G), got {pred.shape}, {true.shape}")
+    pred, true = _pair(pred, true)
     ss_res = ((true - pred) ** 2).sum()
     ss_tot = ((true - true.mean()) ** 2).sum()
     per_gene = _pearson(pred, true, axis=0)

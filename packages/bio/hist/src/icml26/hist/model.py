@@ -55,10 +55,10 @@ class SpotModel(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        if config.in_features < 1 or config.num_genes < 1:
-            raise ValueError(
-                f"in_features and num_genes must be >= 1, got {config.in_features}, "
-                f"{config.num_genes}"
+        wanted = type(self).config_class
+        if not isinstance(config, wanted):
+            raise TypeError(
+                f"{type(self).__name__} takes a {wanted.__name__}, got {type(config).__name__}"
             )
         self.config = config
         self.genes: list[str] = []
@@ -157,6 +157,25 @@ class SpotModel(nn.Module):
         return model.to(device)
 
 
+def check_sizes(cfg, ints: tuple[str, ...]) -> None:
+    """The shared checks of the model configs: ``ints`` are positive ints, ``heads`` divides
+    ``dim``, ``ff_ratio`` > 0 and 0 <= ``dropout`` < 1; a named ValueError otherwise."""
+    for name in ints:
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if cfg.heads is not None and (
+        isinstance(cfg.heads, bool) or not isinstance(cfg.heads, int) or cfg.heads < 1
+    ):
+        raise ValueError(f"heads must be a positive int or None, got {cfg.heads!r}")
+    if cfg.dim % cfg.num_heads:
+        raise ValueError(f"dim {cfg.dim} must be divisible by heads {cfg.num_heads}")
+    if not cfg.ff_ratio > 0:
+        raise ValueError(f"ff_ratio must be > 0, got {cfg.ff_ratio!r}")
+    if not 0 <= cfg.dropout < 1:
+        raise ValueError(f"dropout must lie in [0, 1), got {cfg.dropout!r}")
+
+
 @dataclass(frozen=True)
 class HiSTConfig:
     """HiST hyperparameters; the defaults are the paper's "111-21" model."""
@@ -185,6 +204,25 @@ class HiSTConfig:
     """'conv' (2x2 stride-2 sparse convolution) or 'merge' (patch merge)."""
     local_attention: str = "window"
     """'window' (padded fast path) or 'edges' (the edge-list definition; slower)."""
+
+    def __post_init__(self):
+        check_sizes(self, ("in_features", "num_genes", "dim", "window"))
+        enc, dash, dec = str(self.stages).partition("-")
+        if not (dash and enc.isdigit() and (dec.isdigit() or not dec)) or len(dec) != len(enc) - 1:
+            raise ValueError(
+                f"stages {self.stages!r}: need k encoder depths and k-1 decoder depths, each "
+                "one digit >= 1, e.g. '111-21'"
+            )
+        if "0" in enc + dec:
+            raise ValueError(f"stages {self.stages!r}: every depth must be >= 1")
+        if self.window < 2:
+            raise ValueError(f"window must be >= 2, got {self.window}")
+        if self.downsample not in ("conv", "merge"):
+            raise ValueError(f"downsample must be 'conv' or 'merge', got {self.downsample!r}")
+        if self.local_attention not in ("window", "edges"):
+            raise ValueError(
+                f"local_attention must be 'window' or 'edges', got {self.local_attention!r}"
+            )
 
     @property
     def num_heads(self) -> int:
@@ -251,18 +289,7 @@ class HiST(SpotModel):
 
     def __init__(self, config: HiSTConfig):
         super().__init__(config)
-        enc, dec = config.depths
-        if not enc or len(dec) != len(enc) - 1 or min(enc + dec, default=1) < 1:
-            raise ValueError(
-                f"stages {config.stages!r}: need k encoder depths and k-1 decoder depths, "
-                "each >= 1, e.g. '111-21'"
-            )
-        if config.dim % config.num_heads:
-            raise ValueError(f"dim {config.dim} is not divisible by heads {config.num_heads}")
-        if config.window < 2:
-            raise ValueError(f"window must be >= 2, got {config.window}")
-        if config.local_attention not in ("window", "edges"):
-            raise ValueError("local_attention must be 'window' or 'edges'")
+        enc, dec = config.depths  # HiSTConfig checked them when it was built
         dim = config.dim
         self.levels = len(enc)
         self.embed = nn.Sequential(nn.Linear(config.in_features, dim), nn.Dropout(config.dropout))

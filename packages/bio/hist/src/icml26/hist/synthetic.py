@@ -50,6 +50,10 @@ class SyntheticWorld:
     """Scale of the slide shift b_s in the expression (W_b b_s); 0: no biological shift."""
 
     def __post_init__(self):
+        for name in ("num_features", "num_genes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
         for name in ("stain_shift", "biology_shift"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < float("inf"):
@@ -103,8 +107,10 @@ def make_slide(
     name: str | None = None,
 ) -> Slide:
     """One synthetic slide with about ``num_spots`` spots (positions in um, ``pitch`` apart)."""
-    if num_spots < 1:
-        raise ValueError(f"num_spots must be >= 1, got {num_spots}")
+    if isinstance(num_spots, bool) or not isinstance(num_spots, int) or num_spots < 1:
+        raise ValueError(f"num_spots must be a positive int, got {num_spots!r}")
+    if not isinstance(pitch, int | float) or not 0 < pitch < float("inf"):
+        raise ValueError(f"pitch must be a positive number (um), got {pitch!r}")
     r = np.random.default_rng([world.world_seed, seed])
     m = world.maps()
     side = int(np.ceil(np.sqrt(num_spots / 0.6))) + 4
@@ -158,4 +164,6 @@ def make_slide(
 
 def make_cohort(num_slides: int, num_spots: int, seed: int = 0, **kw) -> list[Slide]:
     """``num_slides`` slides alternating square and hexagonal lattices (seeds seed, seed+1...)."""
+    if isinstance(num_slides, bool) or not isinstance(num_slides, int) or num_slides < 1:
+        raise ValueError(f"num_slides must be a positive int, got {num_slides!r}")
     return [make_slide(num_spots, seed + i, hexagonal=bool(i % 2), **kw) for i in range(num_slides)]

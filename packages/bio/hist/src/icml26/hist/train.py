@@ -327,6 +327,10 @@ def load_checkpoint(out_dir, model: SpotModel, opt=None) -> TrainResult:
 @torch.no_grad()
 def predict_log1p(model: SpotModel, slide: Slide) -> np.ndarray:
     """The model's output (N, G): log1p expression (normalised to ``model.target_sum``)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch module (HiST, a baseline), got {type(model)}")
+    if not isinstance(slide, Slide):
+        raise TypeError(f"slide must be an icml26.hist.Slide, got {type(slide).__name__}")
     model.eval()
     device = next(model.parameters()).device
     x = torch.as_tensor(slide.features, device=device)

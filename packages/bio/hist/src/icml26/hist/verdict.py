@@ -295,11 +295,11 @@ def tokens_null_control(synthetic: dict) -> dict:
 
     def text(k):
         m = v[k]["models"]
+        hist, plain = m["HiST"], m["HiST no tokens"]
         return (
-            f"{k}: HiST {m['HiST']['pearson']:.3f} ± {m['HiST']['pearson std']:.3f} vs without "
-            f"tokens {m['HiST no tokens']['pearson']:.3f} ± {m['HiST no tokens']['pearson std']:.3f}"
-            f" ({calls[k]}; ridge {m['ridge']['pearson']:.3f}, + slide stats "
-            f"{m['ridge + slide stats']['pearson']:.3f})"
+            f"{k}: HiST {hist['pearson']:.3f} ± {hist['pearson std']:.3f} vs without tokens "
+            f"{plain['pearson']:.3f} ± {plain['pearson std']:.3f} ({calls[k]}; ridge "
+            f"{m['ridge']['pearson']:.3f}, + slide stats {m['ridge + slide stats']['pearson']:.3f})"
         )
 
     evidence = "pooled Pearson, " + "; ".join(text(k) for k in v)
