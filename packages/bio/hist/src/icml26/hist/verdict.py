@@ -281,7 +281,7 @@ def her2st_control(her2st: dict | None) -> dict:
 
 TOKENS_NULL = (
     "calibration tokens do not help when no slide summary can (biology-shift-only synthetic "
-    "cohort: HiST ties HiST without tokens)"
+    "cohort: HiST does not beat HiST without tokens)"
 )
 
 
