@@ -203,6 +203,9 @@ def synthetic_cohort(
     descriptor model gets part of the signal), and residue counts are multinomial with the class's
     propensities (so the composition carries the rest). Nothing here is measured data.
     """
+    sizes = (n_proteins, pockets_per_protein)
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in sizes):
+        raise TypeError(f"n_proteins and pockets_per_protein must be ints, got {sizes}")
     if n_proteins < 4 or pockets_per_protein < 1:
         raise ValueError("synthetic_cohort needs n_proteins >= 4 and pockets_per_protein >= 1")
     g = np.random.default_rng([0x5E7, seed])
@@ -284,6 +287,19 @@ def scar_labels(y: np.ndarray, c: float, seed: int) -> np.ndarray:
     return (np.asarray(y) * keep).astype(np.int64)
 
 
+def check_composition(composition, name: str = "composition") -> np.ndarray:
+    """(N, 20) non-negative integer residue counts as int64, or a ValueError naming ``name``."""
+    raw = np.asarray(composition)
+    if raw.ndim != 2 or raw.shape[1] != len(AMINO_ACIDS):
+        raise ValueError(f"{name} must be (N, {len(AMINO_ACIDS)}) residue counts, got {raw.shape}")
+    whole = raw.dtype.kind in "iub" or (np.isfinite(raw).all() and (raw == np.round(raw)).all())
+    if not whole:
+        raise ValueError(f"{name} must hold whole residue counts")
+    if (raw < 0).any():
+        raise ValueError(f"{name} holds negative counts")
+    return raw.astype(np.int64)
+
+
 def composition_bags(
     composition: np.ndarray, keep: np.ndarray | None = None, rng: np.random.Generator | None = None
 ) -> np.ndarray:
@@ -293,8 +309,11 @@ def composition_bags(
     the training-time perturbation of an ambiguous pocket definition. A bag never ends up empty
     when its pocket had residues (one residue is kept at random).
     """
-    counts = np.asarray(composition, dtype=np.int64)
+    counts = check_composition(composition)
     if keep is not None:
+        keep = np.asarray(keep, dtype=float)
+        if keep.shape != (len(counts),) or not ((keep > 0) & (keep <= 1)).all():
+            raise ValueError(f"keep must be ({len(counts)},) probabilities in (0, 1]")
         rng = rng or np.random.default_rng()
         counts = rng.binomial(counts, np.asarray(keep, dtype=float)[:, None])
         empty = (counts.sum(1) == 0) & (np.asarray(composition).sum(1) > 0)
@@ -323,6 +342,8 @@ class Standardiser:
     @classmethod
     def fit(cls, X: np.ndarray) -> Standardiser:
         X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or len(X) == 0:
+            raise ValueError(f"descriptors must be (N >= 1, D) training rows, got {X.shape}")
         log = tuple(bool(v) for v in (X.min(0) >= 0) & (np.percentile(X, 99, axis=0) > 50))
         Z = np.where(log, np.log1p(np.clip(X, 0, None)), X)
         q25, q50, q75 = np.percentile(Z, [25, 50, 75], axis=0)

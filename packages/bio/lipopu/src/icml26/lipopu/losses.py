@@ -103,6 +103,8 @@ def bce_risk(scores: Tensor, observed: Tensor, *, validate: bool = True) -> Tens
                 f"observed must have the shape of scores {tuple(scores.shape)}, "
                 f"got {tuple(observed.shape)}"
             )
+        if not bool(((observed == 0) | (observed == 1)).all()):
+            raise ValueError("observed must hold 0/1 labels (1: a labeled positive)")
     return F.binary_cross_entropy_with_logits(scores, observed.to(scores.dtype))
 
 

@@ -223,6 +223,8 @@ def protein_score(pocket_scores: Tensor, protein: Tensor, pool: str = "max") -> 
     """
     if pocket_scores.shape != protein.shape or pocket_scores.ndim != 1:
         raise ValueError("pocket_scores and protein must be 1-D tensors of the same length")
+    if protein.dtype not in (torch.int64, torch.int32) or bool((protein < 0).any()):
+        raise ValueError("protein must hold integer protein indices >= 0 (a long tensor)")
     n = int(protein.max()) + 1 if protein.numel() else 0
     if pool == "max":
         out = pocket_scores.new_full((n,), float("-inf"))

@@ -60,6 +60,12 @@ def save_predictor(
 ) -> Path:
     """Save a model with what prediction needs: the descriptor standardisation and the fpocket-rs
     descriptor map (safetensors + JSON)."""
+    if not isinstance(model, PocketAttentionMIL):
+        raise TypeError(f"model must be a PocketAttentionMIL, got {type(model).__name__}")
+    if not isinstance(standardiser, Standardiser):
+        raise TypeError(f"standardiser must be a Standardiser, got {type(standardiser).__name__}")
+    if descriptor_map is not None and not isinstance(descriptor_map, DescriptorMap):
+        raise TypeError(f"descriptor_map must be a DescriptorMap, got {type(descriptor_map)}")
     state = {"standardiser": standardiser.state(), **extra}
     if descriptor_map is not None:
         state["descriptor_map"] = descriptor_map.state()

@@ -251,6 +251,14 @@ class DescriptorMap:
 
     scale: dict[str, float]
 
+    def __post_init__(self):
+        bad = {k: v for k, v in dict(self.scale).items() if k not in RESCALED}
+        if bad:
+            raise ValueError(f"scale: only {RESCALED} are rescaled, got {sorted(bad)}")
+        factors = self.scale.values()
+        if not all(isinstance(v, int | float) and 0 < v < float("inf") for v in factors):
+            raise ValueError(f"scale factors must be positive numbers, got {self.scale}")
+
     @classmethod
     def fit(cls, fpocket_rows: np.ndarray, training_rows: np.ndarray) -> DescriptorMap:
         """``fpocket_rows`` (n, 17) descriptors of fpocket-rs pockets, ``training_rows`` (m, 17)
@@ -264,6 +272,8 @@ class DescriptorMap:
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         rows = np.array(rows, dtype=float, copy=True)
+        if rows.ndim != 2 or rows.shape[1] != len(DESCRIPTORS):
+            raise ValueError(f"rows must be (n, {len(DESCRIPTORS)}) descriptors, got {rows.shape}")
         for name, factor in self.scale.items():
             rows[:, DESCRIPTORS.index(name)] *= factor
         return rows

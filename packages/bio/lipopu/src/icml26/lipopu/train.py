@@ -28,7 +28,7 @@ from sklearn.metrics import roc_auc_score
 from torch import nn
 from tqdm.auto import tqdm
 
-from icml26.lipopu.data import composition_bags
+from icml26.lipopu.data import check_composition, composition_bags
 from icml26.lipopu.losses import RISKS, check_prior, multilabel_objective
 from icml26.lipopu.model import PAD, PocketAttentionMIL
 from icml26.testing.files import atomic_write
@@ -79,7 +79,9 @@ class CompositionBags:
     training by residue subsampling. ``bags(index, rng)`` -> (n, L) long types, ``PAD`` after."""
 
     def __init__(self, composition: np.ndarray, keep_min: float = 0.6):
-        self.composition = np.asarray(composition, dtype=np.int64)
+        if not 0 < keep_min <= 1:
+            raise ValueError(f"keep_min must lie in (0, 1] (1: no subsampling), got {keep_min!r}")
+        self.composition = check_composition(composition)
         self.keep_min = keep_min
 
     def __len__(self) -> int:
