@@ -4,12 +4,14 @@ import numpy as np
 import pytest
 import torch
 
+import icml26.cdnv as C
 from icml26.cdnv import class_stats, ncc_fewshot_error
 from icml26.cdnv.measure_cli import MeasureConfig, run_measure
 from icml26.testing import assert_rejects
 
 RETURNED = {
     "ClassStats": "class_stats returns it",
+    "PairwiseCDNV": "cdnv and directional_cdnv return it",
 }
 """Public names a user receives rather than builds (records the package returns): no input."""
 
@@ -86,3 +88,42 @@ def test_measures_and_bounds_name_a_bad_convention_shot_count_or_variant():
     assert_rejects(lambda: fewshot_bound(stats, 1, ways=1), "ways")
     assert_rejects(lambda: fewshot_bound(stats, 1, variant="x"), "variant")
     assert_rejects(lambda: pairwise_bound(stats, 0), "shots")
+
+
+def test_decision_axes_monitors_and_generators_name_bad_values():
+    x, y = torch.randn(20, 4), torch.arange(20) % 2
+    nan = torch.full((4, 2), float("nan"))
+    for axes in (C.decision_axis_cosines, C.axis_cosine_bound):
+        assert_rejects(lambda f=axes: f(nan, torch.tensor([0, 1, 0, 1])), "features")
+        assert_rejects(lambda f=axes: f(x, y[:5]), "labelings")
+    assert_rejects(lambda: C.decision_axis_cosines(x, torch.arange(20) % 3), "2 classes")
+    assert_rejects(lambda: C.CDNVMonitor(x, torch.zeros(20)), "labels")
+    for kw, name in (({"shots": (0,)}, "shots"), ({"episodes": 0}, "episodes"),
+                     ({"batch_size": 0}, "batch_size")):  # fmt: skip
+        assert_rejects(lambda k=kw: C.CDNVMonitor(x, y, **k), name)
+    assert_rejects(lambda: C.CDNVMetric(1), "num_classes")
+    assert_rejects(lambda: C.CDNVMetric(2).update(torch.ones(2, 2), torch.tensor([0, 5])), "label")
+    assert_rejects(lambda: C.StreamingClassStats(0), "num_classes")
+    assert_rejects(lambda: C.StreamingClassStats(2).update(nan[:2], torch.tensor([0, 1])), "NaN")
+    assert_rejects(lambda: C.exact_class_stats(torch.ones(4, 2), torch.tensor([0, 1, 0])), "labels")
+    assert_rejects(lambda: C.MultitaskGenerator(k=1), "k")
+    assert_rejects(lambda: C.MultitaskGenerator(noise=-1.0), "noise")
+    assert_rejects(lambda: C.MultitaskGenerator().sample(0), "n")
+    assert isinstance(C.cdnv(class_stats(x, y)), C.PairwiseCDNV)  # a record cdnv() returns
+
+
+def test_encoders_loaders_and_training_name_bad_values():
+    assert_rejects(lambda: C.SmallCNN(0), "in_channels")
+    assert_rejects(lambda: C.SmallCNN(1, (4,), 0), "out_dim")
+    assert_rejects(lambda: C.projector(0), "in_dim")
+    for load in (C.load_digits_images, C.load_mnist_images):
+        assert_rejects(lambda f=load: f("gpu0"), "device")
+    x = torch.randn(20, 4)
+
+    def views(i, g):
+        return x[i], x[i]
+
+    enc, head = C.MLPEncoder(4), C.projector(64)
+    assert_rejects(lambda: C.train_ssl(enc, head, views, 20, "byol"), "objective")
+    assert_rejects(lambda: C.train_ssl(enc, head, views, 0), "n_samples")
+    assert_rejects(lambda: C.train_ssl(enc, head, views, 20, lr=-1.0), "lr")

@@ -7,6 +7,20 @@ axes (the class-mean differences) to be nearly orthogonal (Luthra et al., arXiv 
 import numpy as np
 import torch
 
+from icml26.cdnv.stats import check_float_features
+
+
+def _features(features) -> torch.Tensor:
+    """(N, d) floating, finite features in float64 (bool or integer ones are refused: they are
+    almost always labels passed by mistake)."""
+    x = torch.as_tensor(
+        np.asarray(features) if not isinstance(features, torch.Tensor) else features
+    )
+    check_float_features(x)
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("features contain NaN or inf")
+    return x.detach().to(dtype=torch.float64)
+
 
 def _labelings(labelings, x: torch.Tensor) -> torch.Tensor:
     """(N, K) labelings on the device of ``x``, from an array or a list of label vectors."""
@@ -41,10 +55,7 @@ def decision_axis_cosines(features, labelings) -> torch.Tensor:
     axis of a labeling is the difference of its two class means. Computed on the device of
     ``features``.
     """
-    x = torch.as_tensor(
-        np.asarray(features) if not isinstance(features, torch.Tensor) else features
-    )
-    x = x.detach().to(dtype=torch.float64)
+    x = _features(features)
     L = _labelings(labelings, x)
     axes = []
     for k in range(L.shape[1]):
@@ -81,10 +92,7 @@ def axis_cosine_bound(features, labelings) -> torch.Tensor:
     [s, t] is the smaller of the (s, t) and (t, s) bounds, capped at 1. Tight when every class
     is spread only along the other task's axis.
     """
-    x = torch.as_tensor(
-        np.asarray(features) if not isinstance(features, torch.Tensor) else features
-    )
-    x = x.detach().to(dtype=torch.float64)
+    x = _features(features)
     L = _labelings(labelings, x)
     K = L.shape[1]
     sides = []

