@@ -4,7 +4,9 @@ import json
 import random
 
 import pytest
+import torch
 
+import icml26.lrpo as R
 from icml26.lrpo import LanguageRouter, make_question
 from icml26.lrpo.baselines import EXP3Router, UCBRouter, UniformRouter
 from icml26.testing import assert_rejects
@@ -58,8 +60,6 @@ def test_a_router_for_another_task_takes_its_own_topics():
     LanguageRouter(topics=None).observe("anything", "en", 0.5)
 
 
-import torch  # noqa: E402
-
 from icml26.lrpo import (  # noqa: E402
     CharGPT,
     GPTConfig,
@@ -91,3 +91,40 @@ from icml26.lrpo import (  # noqa: E402
 )
 def test_configs_and_helpers_name_a_bad_setting(make, name):
     assert_rejects(make, name)
+
+
+def test_rewards_and_language_id_name_bad_inputs():
+    assert_rejects(lambda: R.AnswerSimilarity(w_value=2), "w_value")
+    assert_rejects(lambda: R.AnswerSimilarity()(5, "5"), "answer")
+    assert_rejects(lambda: R.LangID(["xx"]), "languages")
+    assert_rejects(lambda: R.LangID()(5), "text")
+    assert_rejects(lambda: R.PairCalibration.from_translations(R.AnswerSimilarity(), n=0), "n")
+    # a pair the calibration never measured shifts by 0 (documented), it is not an error
+    assert R.PairCalibration({}, {}).shift("en", "de") == 0.0
+    assert_rejects(lambda: R.calibrated_reward("5", "5", "xx", "en"), "question_language")
+    assert_rejects(lambda: R.calibrated_reward(5, "5", "en", "en"), "answer")
+    reward = R.trl_reward_function()
+    assert_rejects(lambda: reward(["5"], ["5", "6"], ["en"], ["en"]), "reference")
+
+
+def test_routers_groups_and_advantages_name_bad_inputs():
+    assert_rejects(lambda: R.FixedRouter(language="xx"), "language")
+    rng = random.Random(0)
+    assert_rejects(lambda: R.OriginalRouter().sample("geo", "en", rng), "topic")
+    assert_rejects(lambda: R.OriginalRouter().sample("add", "xx", rng), "language")
+    question = make_question("add", "en", (1, 2))
+    assert_rejects(lambda: R.multilingual_group(question, LanguageRouter(), G=0), "G")
+    assert_rejects(lambda: R.multilingual_group(object(), LanguageRouter()), "question")
+    assert_rejects(lambda: R.route_rows([{"question": "x"}], LanguageRouter()), "row 0")
+    nan = torch.tensor([float("nan"), 1.0])
+    assert_rejects(lambda: R.grpo_advantages(nan, torch.tensor([0, 0])), "rewards")
+    assert_rejects(lambda: R.grpo_advantages(torch.zeros(3), torch.zeros(2)), "group_ids")
+    assert_rejects(lambda: R.grpo_advantages(torch.zeros(3), torch.zeros(3), eps=-1.0), "eps")
+
+
+def test_training_names_a_policy_or_split_of_the_wrong_kind():
+    split = R.split_items()
+    assert_rejects(lambda: R.pretrain(None, split, R.PretrainConfig()), "policy")
+    assert_rejects(lambda: R.train_grpo(None, split, R.GRPOConfig()), "policy")
+    assert_rejects(lambda: R.evaluate(None, [make_question("add", "en", (1, 2))]), "policy")
+    assert_rejects(lambda: R.evaluate(None, []), "questions")

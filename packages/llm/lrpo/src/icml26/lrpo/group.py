@@ -29,6 +29,10 @@ def multilingual_group(question, router, G: int = 8, orig_min: int = 2,
         raise ValueError(f"G must be >= 1 (an empty group has no advantages), got {G}")
     if not 0 <= orig_min <= G:
         raise ValueError(f"orig_min must be in [0, G = {G}], got {orig_min}")
+    missing = [a for a in ("language", "topic") if not hasattr(question, a)]
+    if missing:
+        raise TypeError(f"question needs {missing} attributes (a Question, or a row wrapped by "
+                        f"types.SimpleNamespace), got {type(question).__name__}")  # fmt: skip
     rng = rng or random.Random()
     region = getattr(question, "region", None)
     routed = [router.sample(question.topic, question.language, rng, region)
@@ -43,6 +47,8 @@ def grpo_advantages(
 
     rewards: (N,) float; group_ids: (N,) int. A group of one rollout gets advantage 0. Returns (N,).
     """
+    if not eps >= 0:
+        raise ValueError(f"eps must be >= 0, got {eps!r}")
     rewards = torch.as_tensor(rewards, dtype=torch.float64)
     group_ids = torch.as_tensor(group_ids)
     if rewards.ndim != 1 or group_ids.shape != rewards.shape:

@@ -47,6 +47,8 @@ class LangID:
         self._identifier.set_languages(list(self.languages))
 
     def __call__(self, text: str) -> str | None:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, got {type(text).__name__}")
         text = text.strip()
         if not text or sum(c.isalnum() for c in text) / len(text) < 0.05:
             return None
@@ -106,6 +108,8 @@ class AnswerSimilarity:
                              f"{self.sigma}")  # fmt: skip
 
     def __call__(self, answer: str, reference: str) -> float:
+        if not isinstance(answer, str) or not isinstance(reference, str):
+            raise TypeError("answer and reference must be str")
         v, r = denoted_value(answer), denoted_value(reference)
         meaning = 0.0 if v is None or r is None else math.exp(-((v - r) ** 2) / (4 * self.sigma**2))
         return self.w_value * meaning + (1 - self.w_value) * char_trigram_cosine(answer, reference)
@@ -220,6 +224,11 @@ def trl_reward_function(
     messages) are both accepted."""
 
     def lrpo_reward(completions, reference, language, target_language, **_) -> list[float]:
+        columns = {"reference": reference, "language": language, "target_language": target_language}
+        short = {k: len(v) for k, v in columns.items() if len(v) != len(completions)}
+        if short:
+            raise ValueError(f"{len(completions)} completions but column lengths {short}: each "
+                             "dataset column needs one entry per completion")  # fmt: skip
         out = []
         for c, ref, q_lang, t_lang in zip(completions, reference, language, target_language,
                                           strict=True):  # fmt: skip

@@ -74,10 +74,18 @@ class PretrainConfig:
             raise ValueError(f"cross_lingual must be in [0, 1], got {self.cross_lingual}")
 
 
+def _check_policy(policy, split) -> None:
+    if not isinstance(policy, CharGPT):
+        raise TypeError(f"policy must be a CharGPT, got {type(policy).__name__}")
+    if not isinstance(split, TaskSplit):
+        raise TypeError(f"split must be a TaskSplit (split_items), got {type(split).__name__}")
+
+
 def pretrain(
     policy: CharGPT, split: TaskSplit, cfg: PretrainConfig, progress: bool = False
 ) -> list[float]:
     """AdamW with cosine decay on next-character loss; returns the loss per step."""
+    _check_policy(policy, split)
     cfg.check()
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -185,6 +193,7 @@ def train_grpo(
 
     ``reward_fn(answer, question, target) -> float`` replaces LRPO's calibrated reward when given.
     """
+    _check_policy(policy, split)
     cfg.check()
     rank, world = _rank_world()
     orig_min = cfg.G if cfg.router == "original" else cfg.orig_min
@@ -286,6 +295,8 @@ def evaluate(policy: CharGPT, questions: list[Question], batch: int = 256) -> di
     """
     if not questions:
         raise ValueError("questions is empty")
+    if not isinstance(policy, CharGPT):
+        raise TypeError(f"policy must be a CharGPT, got {type(policy).__name__}")
     policy.eval()
     correct = []
     for i in range(0, len(questions), batch):
