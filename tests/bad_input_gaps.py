@@ -44,10 +44,6 @@ UNTESTED = {
         "sb_path",
         "straightness",
     },
-    "icml26-fahnes": {
-        "Coarsening",
-        "Expansion",
-    },
     "icml26-streamflow": {
         "VaeDecoder",
         "digits_images",
@@ -98,16 +94,6 @@ UNTESTED = {
         "SearchTree",
         "bootstrap_train",
         "bootstrap_train_authors",
-    },
-    "icml26-tactic": {
-        "StepOut",
-        "evaluate",
-        "task_matchings",
-        "train_predictor",
-    },
-    "icml26-td": {
-        "StepSizeSchedule",
-        "fit_critic",
     },
     "icml26-varjepa": {
         "ElboTerms",

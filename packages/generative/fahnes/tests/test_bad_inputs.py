@@ -18,6 +18,12 @@ from icml26.fahnes.data import mesh_hypergraph, planar_graphs
 from icml26.fahnes.model import node_counts
 from icml26.testing import assert_rejects
 
+RETURNED = {
+    "Coarsening": "coarsen returns it",
+    "Expansion": "expand returns it",
+}
+"""Public names a user receives rather than builds (records the package returns): no input."""
+
 SMALL = FahnesConfig(hidden=8, layers=1, diffusion_steps=2, sequences=1)
 
 

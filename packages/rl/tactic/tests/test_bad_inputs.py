@@ -12,6 +12,7 @@ from icml26.testing import assert_rejects
 RETURNED = {
     "ClassFit": "fit_classes returns it",
     "TrainResult": "train returns it",
+    "StepOut": "a learner's forward returns it",
 }
 """Public names a user receives rather than builds (records the package returns): no input."""
 
@@ -120,3 +121,16 @@ def test_training_names_a_bad_budget():
         return ShiftingDependencyGame(GameConfig(), n, seed)
 
     assert_rejects(lambda: train(make_env, LearnerConfig(), TrainConfig(steps=-1)), "steps")
+
+
+def test_matchings_predictor_training_and_evaluation_name_bad_values():
+    from icml26.tactic import evaluate, task_matchings, train_predictor
+
+    assert_rejects(lambda: task_matchings(1, 1), "n_agents")
+    assert_rejects(lambda: task_matchings(4, 0), "n_types")
+    assert_rejects(lambda: task_matchings(4, 4), "n_types")
+    assert_rejects(lambda: evaluate("run", 5, 0), "run")
+    obs, labels = torch.zeros(4, 3, 2, 5), torch.zeros(4, 3, dtype=torch.long)
+    assert_rejects(lambda: train_predictor(None, obs[0], labels), "obs")
+    assert_rejects(lambda: train_predictor(None, obs, labels, steps=0), "steps")
+    assert_rejects(lambda: train_predictor(None, obs, labels, holdout=1.0), "holdout")

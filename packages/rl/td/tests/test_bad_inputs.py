@@ -131,3 +131,16 @@ def test_loglog_slope_names_bad_horizons_and_errors():
     assert_rejects(lambda: loglog_slope([10, 10], [[1.0], [2.0]]), "horizons")
     assert_rejects(lambda: loglog_slope([10, 100], [[1.0], [-2.0]]), "errors")
     assert_rejects(lambda: loglog_slope([10, 100], [[1.0], [NAN]]), "errors")
+
+
+def test_fit_critic_and_the_schedule_base_name_what_is_wrong():
+    from icml26.td import StepSizeSchedule, fit_critic, garnet_mdp
+
+    problem = garnet_mdp(5, 3, 0.9, seed=0)
+    critic = torch.nn.Linear(3, 1, dtype=torch.float64)
+    assert_rejects(lambda: fit_critic("mdp", critic, 10), "problem")
+    assert_rejects(lambda: fit_critic(problem, torch.nn.ReLU(), 10), "critic")
+    assert_rejects(lambda: fit_critic(problem, critic, 0), "horizon")
+    assert_rejects(lambda: fit_critic(problem, critic, 10, batch_size=0), "batch_size")
+    assert_rejects(lambda: fit_critic(problem, critic, 10, eta0=0.0), "eta0")
+    assert_rejects(StepSizeSchedule, "values")  # the base is abstract: subclass it

@@ -194,9 +194,16 @@ def train_predictor(
     """Fit the predictor on observation sequences (B, T, n, d) and per-step labels (B, T) (every
     agent predicts the step's class); returns train and held-out accuracy, and the held-out share
     of the most frequent class (the accuracy of always guessing it)."""
+    if obs.ndim != 4:
+        raise ValueError(f"obs must be (B, T, n, d) observation sequences, got {tuple(obs.shape)}")
     if obs.shape[:2] != labels.shape:
         raise ValueError(f"labels {tuple(labels.shape)} must match obs (B, T) "
                          f"{tuple(obs.shape[:2])}")  # fmt: skip
+    for name, v in (("steps", steps), ("batch", batch)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if not lr > 0 or not 0 < holdout < 1:
+        raise ValueError(f"need lr > 0 and holdout in (0, 1), got lr={lr!r}, holdout={holdout!r}")
     if pred.frozen:
         raise ValueError("the predictor is frozen")
     B = obs.shape[0]

@@ -113,7 +113,13 @@ def task_matchings(n_agents: int, n_types: int) -> list[tuple[tuple[int, int], .
     """The pairs each task type requires: ``n_types`` distinct matchings, chosen so that no pair
     is shared by two types where that is possible (for n = 4, K = 3: the three perfect
     matchings). Deterministic in (n_agents, n_types)."""
+    for name, v, low in (("n_agents", n_agents, 2), ("n_types", n_types, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
     every = _all_matchings(n_agents)
+    if n_types > len(every):
+        raise ValueError(f"n_types={n_types}: {n_agents} agents have only {len(every)} distinct "
+                         "matchings")  # fmt: skip
     chosen: list[tuple[tuple[int, int], ...]] = []
     used: set[tuple[int, int]] = set()
     for m in every:  # greedy: pairs not used by an earlier type first

@@ -474,6 +474,10 @@ def _random_available(avail: np.ndarray, rng: np.random.Generator) -> np.ndarray
 
 def evaluate(run: _Run, episodes: int, seed: int) -> dict[str, Any]:
     """Greedy test episodes on fresh environments (seeded apart from training)."""
+    if not isinstance(run, _Run):
+        raise TypeError(f"run must be a training run (what train builds), got {type(run).__name__}")
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes must be a positive int, got {episodes!r}")
     cap = getattr(run.env, "max_envs", None) or episodes
     edge_counts = None
     if run.lcfg.kind == "graph" and getattr(run.env, "n_classes_true", None):

@@ -31,8 +31,15 @@ def fit_critic(
 
     Returns the trained critic (unwrapped from DDP when running distributed).
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if not isinstance(problem, MarkovRewardProcess):
+        raise TypeError(f"problem must be a MarkovRewardProcess, got {type(problem).__name__}")
+    if not isinstance(critic, nn.Module) or next(critic.parameters(), None) is None:
+        raise TypeError("critic must be a torch module with parameters (features -> values)")
+    for name, v in (("horizon", horizon), ("batch_size", batch_size)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if not 0 < eta0 < float("inf"):
+        raise ValueError(f"eta0 must be a finite step > 0, got {eta0!r}")
     distributed = dist.is_available() and dist.is_initialized()
     rank = dist.get_rank() if distributed else 0
     model = nn.parallel.DistributedDataParallel(critic) if distributed else critic
