@@ -44,13 +44,6 @@ UNTESTED = {
         "sb_path",
         "straightness",
     },
-    "icml26-streamflow": {
-        "VaeDecoder",
-        "digits_images",
-        "encode_image",
-        "flux_mu",
-        "from_pipe",
-    },
     "icml26-varsr": {
         "dpo_loss",
         "espcn_objective",

@@ -49,3 +49,18 @@ def test_training_names_a_bad_budget(kwargs, name):
     model = unet("tiny", 8, seed=0)
     assert_rejects(lambda: train_flow_matching(model, torch.randn(4, 1, 8, 8), **kwargs), name)
     assert_rejects(lambda: train_flow_matching(model, torch.zeros(0, 1, 8, 8)), "data")
+
+
+def test_adapters_name_bad_pipes_images_and_configs():
+    from icml26.streamflow import VaeDecoder, digits_images, encode_image, flux_mu, from_pipe
+    from icml26.streamflow.model import text_to_image
+
+    _, vae, _, _ = text_to_image()
+    assert_rejects(lambda: from_pipe(object(), 4), "unet")
+    assert_rejects(lambda: VaeDecoder(torch.nn.Linear(2, 2)), "vae")
+    assert_rejects(lambda: encode_image(torch.nn.Linear(2, 2), torch.zeros(1, 3, 8, 8)), "vae")
+    assert_rejects(lambda: encode_image(vae, torch.zeros(3, 8, 8)), "images")
+    assert_rejects(lambda: encode_image(vae, torch.full((1, 3, 8, 8), 255.0)), "[-1, 1]")
+    assert_rejects(lambda: flux_mu(0, {}), "image_seq_len")
+    assert_rejects(lambda: flux_mu(256, None), "config")
+    assert_rejects(lambda: digits_images("gpu0"), "device")

@@ -177,8 +177,17 @@ def encode_image(
     """Images (B, 3, H, W) in [-1, 1] -> the latents a stream samples in (image-to-image):
     ``(latent - shift_factor) * scaling_factor``, the latent being the posterior's mode, or a
     draw from it with ``generator`` (as diffusers' image-to-image pipelines draw)."""
+    if not hasattr(vae, "encode"):
+        raise TypeError(f"vae must be a diffusers VAE with an encode method, got {type(vae)}")
     if not isinstance(images, torch.Tensor) or images.dim() != 4:
         raise ValueError(f"images must be (B, 3, H, W), got {getattr(images, 'shape', images)}")
+    if not images.is_floating_point() or not bool(torch.isfinite(images).all()):
+        raise ValueError("images must be finite floats in [-1, 1]")
+    if images.amin() < -1.001 or images.amax() > 1.001:
+        raise ValueError(
+            f"images must lie in [-1, 1] (got [{images.amin():.3g}, {images.amax():.3g}]; "
+            "map uint8 pixels with x / 127.5 - 1)"
+        )
     out = vae.encode(images.to(model_device(vae), model_dtype(vae)))
     if hasattr(out, "latent_dist"):
         dist = out.latent_dist

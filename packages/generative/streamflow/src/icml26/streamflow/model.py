@@ -43,6 +43,10 @@ def digits_images(device: str | torch.device = "cpu") -> torch.Tensor:
     """scikit-learn's 1797 8x8 digits as (N, 1, 8, 8) in [-1, 1], on ``device``."""
     from sklearn.datasets import load_digits
 
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device must name a torch device (cpu, cuda:1), got {device!r}") from e
     x = torch.tensor(load_digits().data, dtype=torch.float32).view(-1, 1, 8, 8) / 8.0 - 1.0
     return x.to(device)
 

@@ -21,6 +21,7 @@ per sample from a (num_steps,) table by the (B,) step indices ``k``. Two schedul
 
 import itertools
 import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -173,6 +174,12 @@ class BatchedFlowScheduler(_Tables):
 
 def flux_mu(image_seq_len: int, config) -> float:
     """Flux's dynamic-shift parameter for an image of ``image_seq_len`` packed tokens."""
+    if isinstance(image_seq_len, bool) or not isinstance(image_seq_len, numbers.Integral):
+        raise ValueError(f"image_seq_len must be a positive int (tokens), got {image_seq_len!r}")
+    if image_seq_len < 1:
+        raise ValueError(f"image_seq_len must be a positive int (tokens), got {image_seq_len!r}")
+    if not hasattr(config, "get"):
+        raise TypeError(f"config must be the scheduler's config (a mapping), got {type(config)}")
     base_len, max_len = config.get("base_image_seq_len", 256), config.get("max_image_seq_len", 4096)
     base, top = config.get("base_shift", 0.5), config.get("max_shift", 1.15)
     m = (top - base) / (max_len - base_len)
