@@ -7,13 +7,6 @@ fails when a name leaves it without being removed, or a new public name arrives 
 so the table only shrinks."""
 
 UNTESTED = {
-    "icml26-fidia": {
-        "Backbone",
-        "Encoding",
-        "MPNNPolicy",
-        "Task",
-        "train",
-    },
     "icml26-hist": {
         "Lattice",
         "PixelShuffleUp",

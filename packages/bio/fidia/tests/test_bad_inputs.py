@@ -11,6 +11,7 @@ RETURNED = {
     "RewardOutput": "the reward returns it",
     "Samples": "the policy returns it",
     "Scores": "the policy returns it",
+    "Encoding": "the policy's encoder returns it",
     "TrainResult": "train returns it",
 }
 """Public names a user receives rather than builds (records the package returns): no input."""
@@ -83,3 +84,18 @@ def test_estimators_and_helpers_name_a_bad_setting(make, name):
 
 def test_log_binom_of_an_empty_choice_is_minus_infinity():
     assert log_binom(3, 5).item() == float("-inf")  # documented: C(3, 5) = 0
+
+
+def test_backbones_tasks_policies_and_training_name_bad_values():
+    from icml26.fidia import Backbone, MPNNPolicy, Task, train
+    from icml26.fidia.data import ideal_helix
+
+    bb = ideal_helix(8)
+    fields = dict(name="x", X=bb.X, native=bb.native, residue_idx=bb.residue_idx,
+                  chain_encoding=bb.chain_encoding, res_ids=bb.res_ids)  # fmt: skip
+    assert_rejects(lambda: Backbone(**{**fields, "X": bb.X.numpy()}), "X")
+    assert_rejects(lambda: Backbone(**{**fields, "native": bb.native + 30}), "native")
+    assert_rejects(lambda: Task("5pti", None), "backbone")
+    assert_rejects(lambda: Task(bb, None), "reward")
+    assert_rejects(lambda: MPNNPolicy(torch.nn.Linear(2, 2)), "mpnn")
+    assert_rejects(lambda: train("policy", [], TrainConfig()), "policy")

@@ -64,6 +64,10 @@ class Backbone:
     disulfides: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self):
+        for field in ("X", "native", "residue_idx", "chain_encoding"):
+            if not isinstance(getattr(self, field), torch.Tensor):
+                raise TypeError(f"Backbone.{field} must be a torch tensor, got "
+                                f"{type(getattr(self, field)).__name__}")  # fmt: skip
         L = self.X.shape[0]
         if self.X.ndim != 3 or self.X.shape[1:] != (4, 3):
             raise ValueError(f"Backbone.X must be (L, 4, 3), got {tuple(self.X.shape)}")
@@ -76,6 +80,10 @@ class Backbone:
                 raise ValueError(f"Backbone.{field} must be ({L},)")
         if len(self.res_ids) != L:
             raise ValueError(f"Backbone.res_ids must have {L} entries")
+        if self.native.is_floating_point() or not bool(
+            ((self.native >= 0) & (self.native < len(ALPHABET))).all()
+        ):
+            raise ValueError(f"Backbone.native must hold residue indices in [0, {len(ALPHABET)})")
 
     def __len__(self) -> int:
         return self.X.shape[0]

