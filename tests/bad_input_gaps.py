@@ -65,13 +65,6 @@ UNTESTED = {
         "lucid_solve_reference",
         "register_lucid",
     },
-    "icml26-santa": {
-        "disable_santa",
-        "load_smollm2",
-        "python_docs_text",
-        "santa_attention_forward",
-        "santa_decode",
-    },
     "icml26-rerooter": {
         "Environment",
         "Evaluator",

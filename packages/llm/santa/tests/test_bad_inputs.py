@@ -77,3 +77,24 @@ def test_the_estimator_names_non_finite_or_mismatched_tensors():
 def test_the_santa_state_names_a_bad_setting():
     assert_rejects(lambda: SantaState(num_samples=0), "num_samples")
     assert_rejects(lambda: SantaState(mode="nope"), "mode")
+
+
+def test_the_attention_hook_and_model_helpers_name_bad_inputs(model):
+    from icml26.santa import (
+        disable_santa,
+        load_smollm2,
+        python_docs_text,
+        santa_attention_forward,
+        santa_decode,
+    )
+
+    assert_rejects(lambda: santa_decode(Q, K[..., :4], K, 4), "k")
+    assert_rejects(lambda: santa_decode(Q, K, K, 0), "num_samples")
+    assert_rejects(lambda: disable_santa("model"), "model")
+    assert_rejects(lambda: disable_santa(torch.nn.Linear(2, 2)), "attention modules")
+    assert_rejects(lambda: load_smollm2(dtype="half"), "dtype")
+    assert_rejects(lambda: load_smollm2(device="gpu0"), "device")
+    attn = next(m for m in model.modules() if hasattr(m, "q_proj"))
+    q, k = torch.randn(1, 2, 1, 8), torch.randn(1, 2, 5, 4)
+    assert_rejects(lambda: santa_attention_forward(attn, q, k, k, None), "head dim")
+    assert "lambda" in python_docs_text()  # offline text, no input to get wrong

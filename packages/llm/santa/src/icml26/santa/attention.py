@@ -137,6 +137,16 @@ def _check(ok: torch.Tensor, message: str) -> None:
         torch._assert_async(ok, message)
 
 
+def _check_qkv(query, key, value) -> None:
+    if not all(isinstance(t, torch.Tensor) and t.ndim == 4 for t in (query, key, value)):
+        raise ValueError("query, key and value must be 4-D tensors (B, H, T or N, D)")
+    if key.shape != value.shape[:3] + key.shape[3:] or key.shape[-1] != query.shape[-1]:
+        raise ValueError(
+            f"key {tuple(key.shape)} and value {tuple(value.shape)} must share (B, H_kv, N), and "
+            f"key's head dim must be query's {query.shape[-1]}"
+        )
+
+
 def santa_attention_forward(
     module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs
 ):
@@ -145,6 +155,7 @@ def santa_attention_forward(
     ``iid`` mode runs the float64 reference on every device (its draws come from a host
     generator: a sync per step, not capturable in a CUDA graph); the tile modes run the Triton
     kernel on CUDA."""
+    _check_qkv(query, key, value)
     state: SantaState | None = getattr(module, "santa_state", None)
     if state is None or not state.enabled or query.shape[2] != 1:  # prefill: dense SDPA
         return sdpa_attention_forward(
@@ -251,6 +262,8 @@ def enable_santa(
 
 def disable_santa(model) -> None:
     """Back to the attention implementation the model had before ``enable_santa``."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a transformers model, got {type(model).__name__}")
     previous = "sdpa"
     for m in _attention_modules(model):
         state = getattr(m, "santa_state", None)

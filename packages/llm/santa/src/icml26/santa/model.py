@@ -27,6 +27,12 @@ def load_smollm2(dtype: torch.dtype = torch.float32, device: torch.device | str 
     model on ``device``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype (torch.float32), got {dtype!r}")
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device must name a torch device (cpu, cuda:1), got {device!r}") from e
     path = smollm2_path()
     if importlib.util.find_spec("gguf") is None:
         raise ValueError(
