@@ -46,13 +46,6 @@ UNTESTED = {
         "tokenizer_objective",
         "var_objective",
     },
-    "icml26-entquant": {
-        "EntQuantLinear",
-        "compress_streaming",
-        "decode",
-        "save_compressed",
-        "set_decode_cache",
-    },
     "icml26-lucid": {
         "LucidCache",
         "LucidDynamicCache",

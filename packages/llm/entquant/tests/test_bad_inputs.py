@@ -80,3 +80,26 @@ def test_configs_and_helpers_name_a_bad_setting(tmp_path):
     assert_rejects(lambda: DecodeCache(-1), "max_bytes")
     assert_rejects(lambda: bits_per_param(tmp_path), "entquant.json")
     assert_rejects(lambda: target_linears(nn.Linear(2, 2), "("), "include")
+
+
+def test_codes_layers_caches_and_files_name_bad_inputs(tmp_path):
+    from icml26.entquant import (
+        EntQuantLinear,
+        compress_streaming,
+        decode,
+        encode,
+        save_compressed,
+        set_decode_cache,
+    )
+
+    enc = encode(torch.randint(0, 256, (4, 8), dtype=torch.uint8))
+    scales = torch.ones(4)
+    assert_rejects(lambda: EntQuantLinear(enc, scales, "fp4"), "qtype")
+    assert_rejects(lambda: EntQuantLinear(enc, torch.ones(3), "int8"), "scales")
+    assert_rejects(lambda: decode("codes"), "enc")
+    assert_rejects(lambda: set_decode_cache("model", 10), "model")
+    assert_rejects(lambda: set_decode_cache(nn.Linear(2, 2), -1), "max_bytes")
+    assert_rejects(lambda: set_decode_cache(nn.Linear(2, 2), 1.5), "max_bytes")
+    assert_rejects(lambda: save_compressed(nn.Linear(2, 2), tmp_path / "out"), "EntQuantLinear")
+    missing = tmp_path / "none"
+    assert_rejects(lambda: compress_streaming(missing, tmp_path / "o", 1.0), "config.json")

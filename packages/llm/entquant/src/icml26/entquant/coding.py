@@ -96,6 +96,8 @@ def encode(
 def decode(enc: EncodedCodes, device: str | torch.device | None = None) -> torch.Tensor:
     """Decode to the uint8 code matrix on ``device``: the Triton kernel for CUDA tensors, the
     NumPy loop on the CPU (``ICML26_KERNELS=reference`` or ``interpret`` use those paths)."""
+    if not isinstance(enc, EncodedCodes):
+        raise TypeError(f"enc must be the EncodedCodes encode returns, got {type(enc).__name__}")
     device = torch.device(device) if device is not None else enc.words.device
     if device.type == "cpu" and os.environ.get("ICML26_KERNELS", "auto") == "auto":
         sym = rans_decode_numpy(enc.words, enc.starts, enc.freqs, enc.num_symbols, enc.prob_bits)

@@ -268,6 +268,10 @@ def set_decode_cache(model: nn.Module, max_bytes: int) -> DecodeCache:
     """Share one ``DecodeCache`` of ``max_bytes`` among the model's lazy ``EntQuantLinear``
     layers: decoded weights are reused across forwards while they fit (a budget as large as the
     dense layers makes decoding a one-off; 0 decodes on every forward)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
+        raise TypeError(f"max_bytes must be an int (bytes), got {max_bytes!r}")
     cache = DecodeCache(max_bytes)
     for m in model.modules():
         if isinstance(m, EntQuantLinear):
