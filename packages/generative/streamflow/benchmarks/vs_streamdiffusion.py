@@ -22,7 +22,7 @@ own dependencies, so this runs in its own environment (the package imports under
     uv pip install --python /tmp/sdenv/bin/python --no-deps -e shared/testing \
         -e packages/generative/streamflow
     /tmp/sdenv/bin/python packages/generative/streamflow/benchmarks/vs_streamdiffusion.py \
-        --out packages/generative/streamflow/benchmarks/vs_streamdiffusion.json
+        --repeats 7 --out packages/generative/streamflow/benchmarks/vs_streamdiffusion.json
 
 StreamDiffusion's prompt encoding is replaced by the model's fixed prompt embeddings (its
 ``prepare`` encodes the prompt once, outside the per-frame loop, so nothing timed changes), and
