@@ -58,22 +58,4 @@ UNTESTED = {
         "lucid_solve_reference",
         "register_lucid",
     },
-    "icml26-rerooter": {
-        "Environment",
-        "Evaluator",
-        "MixedRerooter",
-        "Rerooter",
-        "SearchTree",
-        "bootstrap_train",
-        "bootstrap_train_authors",
-    },
-    "icml26-varjepa": {
-        "ElboTerms",
-        "Table",
-        "VarTJEPA",
-        "__version__",
-        "embed_rows",
-        "pretrain",
-        "uncertainty_calibration",
-    },
 }

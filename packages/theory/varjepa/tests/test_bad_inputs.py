@@ -9,7 +9,7 @@ from icml26.testing import assert_rejects
 from icml26.varjepa import FeatureTokenizer, elbo_terms
 
 RETURNED = {
-    "EncodedRows": "FeatureTokenizer.encode returns it",
+    "EncodedRows": "FeatureTokenizer.transform returns it",
     "ProbeResult": "fit_probe returns it",
     "Split": "split_table returns it",
 }
@@ -107,3 +107,26 @@ def test_tables_and_splits_name_what_is_wrong(tmp_path):
 )
 def test_configs_and_helpers_name_a_bad_setting(make, name):
     assert_rejects(make, name)
+
+
+def test_tables_models_and_their_helpers_name_inputs_of_the_wrong_kind():
+    import icml26.varjepa as V
+
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.5, 0.1, 0.2]})
+    assert_rejects(lambda: V.Table("t", frame.to_numpy(), np.zeros(3), "regression"), "features")
+    assert_rejects(lambda: V.Table("t", frame, np.zeros(3), "ranking"), "task")
+    assert_rejects(lambda: V.Table("t", frame, np.zeros(2), "regression"), "targets")
+    cfg = V.ModelConfig(dim=8, depth=1, heads=2, predictor_dim=8, predictor_depth=1)
+    assert_rejects(lambda: V.VarTJEPA(2, [], cfg, beta=float("inf")), "beta")
+    model = V.VarTJEPA(2, [], cfg)
+    rows = FeatureTokenizer().fit_transform(frame)
+    assert_rejects(lambda: V.embed_rows("model", rows), "model")
+    assert_rejects(lambda: V.embed_rows(model, frame), "rows")
+    assert_rejects(lambda: V.embed_rows(model, rows, batch=0), "batch")
+    assert_rejects(lambda: V.uncertainty_calibration(V.TJEPA(2, [], cfg), rows), "VarTJEPA")
+    assert_rejects(lambda: V.uncertainty_calibration(model, rows, draws=0), "draws")
+    assert_rejects(lambda: V.pretrain("model", rows), "model")
+    assert_rejects(lambda: V.pretrain(model, frame), "rows")
+    terms = model.elbo(rows, V.sample_masks(len(rows), 2, torch.Generator().manual_seed(0)))
+    assert isinstance(terms, V.ElboTerms)  # a record the model returns
+    assert isinstance(V.__version__, str) and V.__version__

@@ -29,6 +29,10 @@ class Table:
     task: Task
 
     def __post_init__(self):
+        if not isinstance(self.features, pd.DataFrame):
+            raise TypeError(f"features must be a pandas DataFrame, got {type(self.features)}")
+        if self.task not in ("classification", "regression"):
+            raise ValueError(f"task must be 'classification' or 'regression', got {self.task!r}")
         if len(self.features) != len(self.target):
             raise ValueError(
                 f"table {self.name!r}: {len(self.features)} feature rows but "

@@ -26,6 +26,17 @@ def rankme(embeddings: torch.Tensor | np.ndarray, eps: float = 1e-7) -> float:
 
 
 @torch.no_grad()
+def check_model_rows(model, rows, kinds: tuple[type, ...] = (TJEPA, VarTJEPA)) -> None:
+    """A TypeError naming ``model`` or ``rows`` when they are not what training and embedding
+    take: a model of ``kinds`` and the ``EncodedRows`` of ``FeatureTokenizer.transform``."""
+    if not isinstance(model, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise TypeError(f"model must be a {names}, got {type(model).__name__}")
+    if not isinstance(rows, EncodedRows):
+        kind = type(rows).__name__
+        raise TypeError(f"rows must be EncodedRows (FeatureTokenizer.transform), got {kind}")
+
+
 def embed_rows(
     model: TJEPA | VarTJEPA,
     rows: EncodedRows,
@@ -35,6 +46,9 @@ def embed_rows(
 ):
     """``model.embed`` over all rows in batches, as NumPy (n, E) (and the std for Var-T-JEPA).
     ``encoder`` picks the context or target encoder (default: each model's own default)."""
+    check_model_rows(model, rows)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a positive int, got {batch!r}")
     kw = {} if encoder is None else {"encoder": encoder}
     device = next(model.parameters()).device
     model.eval()
@@ -65,6 +79,9 @@ def uncertainty_calibration(
     pooled): that removes what is explained by some columns being harder to predict, and by one
     draw giving every row fewer context columns than another (the sizes are drawn per batch).
     """
+    check_model_rows(model, rows, (VarTJEPA,))
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        raise ValueError(f"draws must be a positive int, got {draws!r}")
     gen = torch.Generator().manual_seed(seed)
     device = next(model.parameters()).device
     var_all, err_all, group_all = [], [], []

@@ -258,8 +258,8 @@ class VarTJEPA(_Pretrained):
         n_features = n_numerical + len(cardinalities)
         if n_features < 2:
             raise ValueError(f"Var-T-JEPA needs at least 2 columns, got {n_features}")
-        if beta < 0:
-            raise ValueError(f"beta must be >= 0, got {beta}")
+        if not 0 <= beta < float("inf"):
+            raise ValueError(f"beta must be a finite number >= 0, got {beta}")
         self.beta = beta
         d = cfg.dim
         # q(z_C | x_C) and q(z_T | x_T): two encoders, each a (mean, log-variance) head per column

@@ -21,6 +21,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from icml26.testing.files import atomic_write
+from icml26.varjepa.evaluate import check_model_rows
 from icml26.varjepa.masks import sample_masks
 from icml26.varjepa.model import TJEPA, VarTJEPA
 from icml26.varjepa.tokenizer import EncodedRows
@@ -118,6 +119,7 @@ def pretrain(
 ) -> list[dict]:
     """Pretrain ``model`` on ``rows`` (unlabelled); returns the history (one dict per
     ``log_every`` steps, with ``monitor(model)``'s values when given)."""
+    check_model_rows(model, rows)
     if len(rows) < 2:
         raise ValueError(f"pretraining needs at least 2 rows, got {len(rows)}")
     distributed = dist.is_available() and dist.is_initialized()
