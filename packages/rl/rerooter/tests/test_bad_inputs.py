@@ -96,3 +96,32 @@ def test_searches_name_a_bad_budget_or_method(level, tmp_path):
     assert_rejects(lambda: replay(level, [-1]), "actions")
     assert not is_solution(level, [99])  # documented: an invalid sequence is not a solution
     assert_rejects(lambda: load_boxoban(tmp_path / "absent.txt"), "absent.txt")
+
+
+def test_searches_and_training_name_arguments_of_the_wrong_kind(level):
+    from icml26.rerooter import (
+        Environment,
+        Evaluator,
+        MixedRerooter,
+        Rerooter,
+        SearchTree,
+        bootstrap_train,
+        bootstrap_train_authors,
+    )
+
+    ev = UniformPolicy(heuristic=True)
+    assert isinstance(level, Environment)  # a protocol: anything with its methods is one
+    assert_rejects(lambda: sqrt_lts("level", ev, Rerooter(), 10), "Environment")
+    assert_rejects(lambda: sqrt_lts(level, "policy", Rerooter(), 10), "evaluator")
+    assert_rejects(lambda: sqrt_lts(level, ev, "cluster", 10), "rerooter")
+    assert_rejects(lambda: MixedRerooter(u_a=float("nan")), "u_a")
+    assert_rejects(lambda: MixedRerooter(u_b=-1.0), "u_b")
+    net = TwoHeadedConvNet(ConvNetConfig())
+    assert_rejects(lambda: bootstrap_train([], net), "problems")
+    assert_rejects(lambda: bootstrap_train(["level"], net), "Environment")
+    assert_rejects(lambda: bootstrap_train([level], "net"), "net")
+    assert_rejects(lambda: bootstrap_train_authors([level], [], net), "validation")
+    assert_rejects(lambda: bootstrap_train_authors([level], ["x"], net), "Environment")
+    assert callable(ev) and Evaluator is not None  # the evaluator protocol: (env, states) -> ...
+    tree = SearchTree()
+    assert tree.states == [] and MixedRerooter().u_a == 1.0  # a record the search fills

@@ -274,6 +274,14 @@ def _train(
     return mean.item()
 
 
+def _check_training(problems, net) -> None:
+    bad = [type(p).__name__ for p in problems if not isinstance(p, Environment)]
+    if bad:
+        raise TypeError(f"problems must implement the Environment protocol, got {bad[:3]}")
+    if not isinstance(net, TwoHeadedConvNet):
+        raise TypeError(f"net must be a TwoHeadedConvNet, got {type(net).__name__}")
+
+
 def bootstrap_train(
     problems: list[Environment],
     net: TwoHeadedConvNet,
@@ -291,6 +299,7 @@ def bootstrap_train(
     cfg.validate()
     if not problems:
         raise ValueError("problems must be a non-empty list of environments")
+    _check_training(problems, net)
     rank, world = _dist_info()
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     directory = Path(checkpoint_dir) if checkpoint_dir is not None else None
@@ -524,6 +533,7 @@ def bootstrap_train_authors(
     cfg.validate()
     if not problems or not validation:
         raise ValueError("problems and validation must be non-empty lists of environments")
+    _check_training([*problems, *validation], net)
     rank, world = _dist_info()
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     wrapped = nn.parallel.DistributedDataParallel(net) if world > 1 else net

@@ -116,7 +116,7 @@ class MixedRerooter(Rerooter):
         u_a: float = 1.0,
         u_b: float = 1.0,
     ) -> None:
-        if u_a < 0 or u_b < 0:
+        if not (u_a >= 0 and u_b >= 0):  # NaN fails too
             raise ValueError(f"u_a and u_b must be >= 0, got {u_a}, {u_b}")
         self.cluster = cluster or ClusterRerooter()
         self.heuristic = heuristic or HeuristicRerooter()

@@ -248,6 +248,10 @@ def best_first_search(
     generated before its turn (true for any search's own trace on the same environment).
     """
     _validate(env, budget, batch_size, mix_epsilon)
+    if not callable(evaluator):
+        raise TypeError(f"evaluator must be callable (env, states) -> (log_pi, h): {evaluator}")
+    if rerooter is not None and not isinstance(rerooter, Rerooter):
+        raise TypeError(f"rerooter must be a Rerooter (or None), got {type(rerooter).__name__}")
     if priority not in ("d_pi", "slenderness", "phs_star", "rerooted"):
         raise ValueError(f"unknown priority {priority!r}")
     if priority == "rerooted" and rerooter is None:
