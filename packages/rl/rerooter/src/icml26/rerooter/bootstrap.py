@@ -274,8 +274,12 @@ def _train(
     return mean.item()
 
 
-def _check_training(problems, net) -> None:
-    bad = [type(p).__name__ for p in problems if not isinstance(p, Environment)]
+def _check_training(problems, net, validation=None) -> None:
+    if not problems or (validation is not None and not validation):
+        lists = "problems" if validation is None else "problems and validation"
+        raise ValueError(f"{lists} must be non-empty lists of environments")
+    bad = [type(p).__name__ for p in [*problems, *(validation or [])]
+           if not isinstance(p, Environment)]  # fmt: skip
     if bad:
         raise TypeError(f"problems must implement the Environment protocol, got {bad[:3]}")
     if not isinstance(net, TwoHeadedConvNet):
@@ -297,8 +301,6 @@ def bootstrap_train(
     (safetensors + JSON, atomically, by rank 0); ``resume=True`` continues from there.
     """
     cfg.validate()
-    if not problems:
-        raise ValueError("problems must be a non-empty list of environments")
     _check_training(problems, net)
     rank, world = _dist_info()
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
@@ -531,9 +533,7 @@ def bootstrap_train_authors(
     stop rule runs one extra iteration as theirs does.
     """
     cfg.validate()
-    if not problems or not validation:
-        raise ValueError("problems and validation must be non-empty lists of environments")
-    _check_training([*problems, *validation], net)
+    _check_training(problems, net, validation)
     rank, world = _dist_info()
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     wrapped = nn.parallel.DistributedDataParallel(net) if world > 1 else net
