@@ -7,24 +7,6 @@ fails when a name leaves it without being removed, or a new public name arrives 
 so the table only shrinks."""
 
 UNTESTED = {
-    "icml26-hist": {
-        "Lattice",
-        "PixelShuffleUp",
-        "RelativePositionBias",
-        "SparseDown",
-        "SpotModel",
-        "add_sentinels",
-        "coarsen",
-        "edge_softmax",
-        "global_edges",
-        "load_her2st_subset",
-        "local_attention_edges",
-        "local_edges",
-        "plan_windows",
-        "predict_anndata",
-        "token_attention",
-        "window_attention",
-    },
     "icml26-asbm": {
         "FlowMatching",
         "Reflow",

@@ -12,6 +12,8 @@ from icml26.testing import assert_rejects
 
 RETURNED = {
     "TrainResult": "train returns it",
+    "Lattice": "to_lattice returns it",
+    "load_her2st_subset": "takes no arguments: it loads the bundled slides",
 }
 """Public names a user receives rather than builds (records the package returns): no input."""
 
@@ -125,3 +127,80 @@ def test_models_images_and_files_name_what_is_wrong(tmp_path):
     assert_rejects(lambda: H.load_her2st(tmp_path, "A1"), "A1")
     model = H.HiST(H.HiSTConfig(4, 3, dim=16))
     assert_rejects(lambda: H.load_checkpoint(tmp_path, model), "checkpoint")
+
+
+def _sites():
+    import torch
+
+    return torch.tensor([[0, 0], [0, 1], [1, 0]]), torch.ones(3, dtype=torch.bool)
+
+
+def test_lattice_and_graph_builders_name_bad_sites_and_sizes():
+    import torch
+
+    coords, real = _sites()
+    assert_rejects(lambda: H.add_sentinels(coords, 0), "levels")
+    assert_rejects(lambda: H.add_sentinels(coords.float() + 0.5, 2), ["coords", "integer"])
+    assert_rejects(lambda: H.add_sentinels(coords.numpy(), 2), ["coords", "tensor"])
+    assert_rejects(lambda: H.coarsen(coords.float(), real), "coords")
+    assert_rejects(lambda: H.coarsen(coords, real[:2]), "real")
+    assert_rejects(lambda: H.coarsen(coords, real.long()), ["real", "bool"])
+    for window in (0, 1, 2.5):
+        assert_rejects(lambda w=window: H.local_edges(coords, real, w), "window")
+        assert_rejects(lambda w=window: H.plan_windows(coords, real, w), "window")
+    assert_rejects(lambda: H.local_edges(coords, real[:2], 4), "real")
+    assert_rejects(lambda: H.plan_windows(coords, real[:2], 4), "real")
+    assert_rejects(lambda: H.global_edges(real, -1), "num_tokens")
+    assert_rejects(lambda: H.global_edges(real.long(), 3), "real")
+    scores, dst = torch.randn(5, 2), torch.zeros(5, dtype=torch.long)
+    assert_rejects(lambda: H.edge_softmax(scores[:, 0], dst, 3), "scores")
+    assert_rejects(lambda: H.edge_softmax(scores, dst[:4], 3), "dst")
+    assert_rejects(lambda: H.edge_softmax(scores, dst + 7, 3), ["dst", "0..2"])
+    assert_rejects(lambda: H.edge_softmax(scores, dst, 0), "num_nodes")
+
+
+def test_attention_modules_name_bad_sizes_shapes_and_offsets():
+    import torch
+
+    assert_rejects(lambda: H.RelativePositionBias(0, 4), "heads")
+    assert_rejects(lambda: H.RelativePositionBias(2, 0), "window")
+    assert_rejects(lambda: H.RelativePositionBias(2, 4, std=float("nan")), "std")
+    rpb = H.RelativePositionBias(2, 4)
+    assert_rejects(lambda: rpb(torch.tensor([9]), torch.tensor([0])), "dr")
+    assert_rejects(lambda: H.SparseDown(0, 4), "dim_in")
+    assert_rejects(lambda: H.SparseDown(4, 4, mode="avg"), "downsample")
+    assert_rejects(lambda: H.PixelShuffleUp(4, -1), "dim_out")
+    coords, real = _sites()
+    c, _, ch = H.coarsen(coords, real)
+    assert_rejects(lambda: H.SparseDown(4, 8)(torch.zeros(2, 4), None, ch), "x")
+    assert_rejects(lambda: H.PixelShuffleUp(8, 4)(torch.zeros(len(c), 4), None, ch), "x")
+    assert_rejects(lambda: H.SpotModel(H.HiSTConfig(4, 3, dim=16)), ["SpotModel", "HiST"])
+
+
+def test_attention_functions_name_mismatched_q_k_v_plans_and_tokens():
+    import torch
+
+    coords, real = _sites()
+    q = torch.randn(3, 2, 4)
+    rpb = H.RelativePositionBias(2, 4)
+    assert_rejects(lambda: H.local_attention_edges(q, q[:2], q, coords, real, 4, rpb), "k")
+    small = H.RelativePositionBias(2, 2)
+    assert_rejects(lambda: H.local_attention_edges(q, q, q, coords, real, 4, small), "rpb")
+    plan = H.plan_windows(coords, real, 4)
+    assert_rejects(lambda: H.window_attention(q, q, q, "plan"), "WindowPlan")
+    assert_rejects(lambda: H.window_attention(q[:2], q[:2], q[:2], plan), "q")
+    assert_rejects(lambda: H.window_attention(q, q[..., :2], q, plan), "v")
+    assert_rejects(lambda: H.window_attention(q.long(), q, q, plan), "floating")
+    t = q[:2]
+    assert_rejects(lambda: H.token_attention(q, q, q, t[:, :1], t, t, real), "qt")
+    assert_rejects(lambda: H.token_attention(q, q, q, t, t, t, real[:2]), "real")
+    assert_rejects(lambda: H.token_attention(q, q, q, t[..., :2], t[..., :2], t[..., :2], real),
+                   ["sites", "tokens"])  # fmt: skip
+
+
+def test_predict_anndata_names_what_is_not_a_model_slide_or_anndata():
+    model = H.HiST(H.HiSTConfig(4, 3, dim=16))
+    slide = _slide(np.ones((4, 3)))
+    assert_rejects(lambda: H.predict_anndata(model, np.ones((3, 4))), "slide")
+    assert_rejects(lambda: H.predict_anndata("model", slide), "model")
+    assert_rejects(lambda: H.predict_anndata(model, slide, template={"obs": 1}), "template")

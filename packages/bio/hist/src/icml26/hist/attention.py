@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml26.hist.lattice import unique_sites
+from icml26.hist.lattice import check_int, check_sites, unique_sites
 
 NEG = -1e30  # "masked" in fp32 scores; finite, so fully masked rows give zero-weight outputs
 
@@ -36,6 +36,31 @@ NEG = -1e30  # "masked" in fp32 scores; finite, so fully masked rows give zero-w
 def _acc(x: torch.Tensor) -> torch.dtype:
     """Scores and softmax run in fp32 at least (fp64 stays fp64, for the reference tests)."""
     return torch.promote_types(x.dtype, torch.float32)
+
+
+def _check_qkv(q, k, v, n: int | None = None, names=("q", "k", "v")) -> None:
+    """q, k, v: floating (N, H, d) tensors of one shape, N = ``n`` when given."""
+    for name, t in zip(names, (q, k, v), strict=True):
+        if not isinstance(t, torch.Tensor) or t.ndim != 3 or not t.is_floating_point():
+            got = f"{t.dtype} {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{name} must be a floating (N, H, d) tensor, got {got}")
+    shapes = [tuple(t.shape) for t in (q, k, v)]
+    if len(set(shapes)) > 1:
+        raise ValueError(f"{', '.join(names)} must share one shape, got {shapes}")
+    if n is not None and shapes[0][0] != n:
+        raise ValueError(f"{names[0]} has {shapes[0][0]} rows, the sites number {n}")
+
+
+def _check_rpb(rpb, heads: int, window: int) -> None:
+    if rpb is None:
+        return
+    if not isinstance(rpb, RelativePositionBias):
+        raise TypeError(f"rpb must be a RelativePositionBias or None, got {type(rpb).__name__}")
+    if rpb.table.shape[0] != heads or rpb.window != window:
+        raise ValueError(
+            f"rpb has {rpb.table.shape[0]} heads and window {rpb.window}; the attention has "
+            f"{heads} heads and window {window}"
+        )
 
 
 # ----------------------------------------------------------------------------- graph (reference)
@@ -51,6 +76,8 @@ def local_edges(coords: torch.Tensor, real: torch.Tensor, window: int):
 
     Edges are unique and sorted by (dst, src).
     """
+    check_sites(coords, real)
+    check_int("window", window, 2)  # the shifted partition moves by window // 2 >= 1
     n = len(coords)
     idx = torch.arange(n, device=coords.device)[real]
     src, dst = [idx], [idx]  # self-loops
@@ -82,6 +109,9 @@ def global_edges(real: torch.Tensor, num_tokens: int):
     token -> every real site, every real site -> every token, token -> token (self-loops
     included). Sites get no site -> site edges here.
     """
+    if not isinstance(real, torch.Tensor) or real.dtype != torch.bool or real.ndim != 1:
+        raise TypeError(f"real must be an (N,) bool tensor, got {getattr(real, 'dtype', real)!r}")
+    check_int("num_tokens", num_tokens, 0)
     n = len(real)
     sites = torch.arange(n, device=real.device)[real]
     toks = torch.arange(n, n + num_tokens, device=real.device)
@@ -93,6 +123,20 @@ def global_edges(real: torch.Tensor, num_tokens: int):
 
 def edge_softmax(scores: torch.Tensor, dst: torch.Tensor, num_nodes: int) -> torch.Tensor:
     """Softmax of edge ``scores`` (E, H) over the incoming edges of each destination node."""
+    if not isinstance(scores, torch.Tensor) or scores.ndim != 2 or not scores.is_floating_point():
+        raise ValueError(
+            f"scores must be a floating (E, H) tensor, got {getattr(scores, 'shape', scores)!r}"
+        )
+    if not isinstance(dst, torch.Tensor) or dst.is_floating_point() or dst.shape != (len(scores),):
+        raise ValueError(
+            f"dst must be an ({len(scores)},) integer tensor, one node per edge of scores"
+        )
+    check_int("num_nodes", num_nodes)
+    # the reference path: a device sync here costs nothing that matters
+    if len(dst) and not 0 <= int(dst.min()) <= int(dst.max()) < num_nodes:
+        raise ValueError(
+            f"dst must index nodes 0..{num_nodes - 1}, got {int(dst.min())}..{int(dst.max())}"
+        )
     h = scores.shape[1]
     idx = dst.view(-1, 1).expand(-1, h)
     mx = scores.new_full((num_nodes, h), NEG).scatter_reduce(
@@ -119,6 +163,9 @@ class RelativePositionBias(nn.Module):
 
     def __init__(self, heads: int, window: int, std: float = 0.02):
         super().__init__()
+        heads, window = check_int("heads", heads), check_int("window", window)
+        if not std >= 0 or std == float("inf"):
+            raise ValueError(f"std must be a finite number >= 0, got {std!r}")
         self.window = window
         self.table = nn.Parameter(torch.zeros(heads, 2 * window - 1, 2 * window - 1))
         nn.init.trunc_normal_(self.table, std=std)
@@ -126,11 +173,16 @@ class RelativePositionBias(nn.Module):
     def forward(self, dr: torch.Tensor, dc: torch.Tensor) -> torch.Tensor:
         """Offsets (...) -> bias (..., H)."""
         w = self.window - 1
+        for name, t in (("dr", dr), ("dc", dc)):
+            if t.numel() and int(t.abs().max()) > w:  # only the reference edge path calls this
+                raise ValueError(f"{name}: offsets must lie within +-{w} (window {self.window})")
         return self.table[:, dr + w, dc + w].movedim(0, -1)
 
 
 def local_attention_edges(q, k, v, coords, real, window, rpb, dropout_p=0.0, training=False):
     """Reference local attention through the explicit edge list. q, k, v: (N, H, d)."""
+    _check_qkv(q, k, v, len(coords))
+    _check_rpb(rpb, q.shape[1], window)
     src, dst = local_edges(coords, real, window)
     d = coords[dst] - coords[src]
     bias = rpb(d[:, 0], d[:, 1]) if rpb is not None else None
@@ -199,6 +251,8 @@ def plan_windows(coords: torch.Tensor, real: torch.Tensor, window: int) -> Windo
     Each window is padded only up to its occupancy class (4, 12 or window**2 sites), so a
     sparse scatter of spots costs about as much as a dense tissue with the same number of spots.
     """
+    check_sites(coords, real)
+    check_int("window", window, 2)
     regular = window_ids(coords, window, 0)
     shifted = window_ids(coords, window, window // 2)
     return WindowPlan(
@@ -241,12 +295,18 @@ def window_attention(q, k, v, plan: WindowPlan, rpb=None, dropout_p=0.0, trainin
 
     Returns (N, H, d); sentinel (non-real) sites get zeros, as in the edge-list definition.
     """
+    if not isinstance(plan, WindowPlan):
+        raise TypeError(f"plan must be a WindowPlan from plan_windows, got {type(plan).__name__}")
+    _check_qkv(q, k, v, len(plan.real))
     return window_attention_packed(torch.stack([q, k, v], 1), plan, rpb, dropout_p, training)
 
 
 def window_attention_packed(qkv, plan: WindowPlan, rpb=None, dropout_p=0.0, training=False):
     """:func:`window_attention` on q, k, v packed as (N, 3, H, d) (one gather per window batch),
     the layout a fused QKV projection produces."""
+    if qkv.ndim != 4 or qkv.shape[:2] != (len(plan.real), 3):
+        raise ValueError(f"qkv must have shape ({len(plan.real)}, 3, H, d), got {tuple(qkv.shape)}")
+    _check_rpb(rpb, qkv.shape[2], plan.window)
     table = rpb.table.flatten(1) if rpb is not None else None  # (H, (2w-1)^2)
     o_r, l_r = _window_pass(qkv, plan.passes[0], table, dropout_p, training)
     o_s, l_s = _window_pass(qkv, plan.passes[1], table, dropout_p, training)
@@ -265,6 +325,12 @@ def token_attention(qs, ks, vs, qt, kt, vt, real, dropout_p=0.0, training=False)
     Sites attend to the tokens only; tokens attend to every real site and every token.
     Returns (site output (N, H, d), token output (T, H, d)); sentinel sites get zeros.
     """
+    _check_qkv(qs, ks, vs, names=("qs", "ks", "vs"))
+    _check_qkv(qt, kt, vt, names=("qt", "kt", "vt"))
+    if qs.shape[1:] != qt.shape[1:]:
+        raise ValueError(f"sites and tokens must share (H, d), got {tuple(qs.shape[1:])} and "
+                         f"{tuple(qt.shape[1:])}")  # fmt: skip
+    check_sites(qs.new_zeros(len(qs), 2, dtype=torch.long), real, name="qs")
     scale = qs.shape[-1] ** -0.5
     p_s = torch.einsum("nhd,thd->nht", qs, kt).to(_acc(qs)).mul(scale).softmax(-1)
     p_s = F.dropout(p_s, dropout_p, training).to(vt.dtype)

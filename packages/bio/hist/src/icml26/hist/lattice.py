@@ -149,6 +149,35 @@ def _best_in_ring(pos, site, taken, r):
     return best
 
 
+def check_int(name: str, value, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum``; a named ValueError otherwise (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_sites(coords, real=None, *, name: str = "coords") -> None:
+    """The lattice-site arguments of the graph builders: ``coords`` an (N, 2) integer tensor and
+    ``real`` an (N,) bool tensor; a named error otherwise. Shapes and dtypes only, so the check
+    costs no device sync inside the forward pass."""
+    if not isinstance(coords, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor of (N, 2) lattice sites, got "
+                        f"{type(coords).__name__}")  # fmt: skip
+    if coords.ndim != 2 or coords.shape[1] != 2:
+        raise ValueError(f"{name} must have shape (N, 2), got {tuple(coords.shape)}")
+    if coords.is_floating_point() or coords.is_complex() or coords.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer lattice sites (see to_lattice), got "
+                        f"{coords.dtype}")  # fmt: skip
+    if real is None:
+        return
+    if not isinstance(real, torch.Tensor) or real.dtype != torch.bool:
+        got = real.dtype if isinstance(real, torch.Tensor) else type(real).__name__
+        raise TypeError(f"real must be a bool tensor (True: a spot, False: a sentinel), got {got}")
+    if tuple(real.shape) != (len(coords),):
+        raise ValueError(f"real must have shape ({len(coords)},) to match {name}, got "
+                         f"{tuple(real.shape)}")  # fmt: skip
+
+
 def add_sentinels(coords: torch.Tensor, levels: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Frame the slide with two zero-feature sentinel sites so every stride-2 stage aligns.
 
@@ -158,9 +187,8 @@ def add_sentinels(coords: torch.Tensor, levels: int) -> tuple[torch.Tensor, torc
     dropout and augmentation change). Returns (coords (N + 2, 2), is_sentinel (N + 2,)); the
     sentinels come last and are dropped before the head.
     """
-    if coords.ndim != 2 or coords.shape[1] != 2:
-        raise ValueError(f"coords must have shape (N, 2), got {tuple(coords.shape)}")
-    m = 2 ** max(levels - 1, 0)
+    check_sites(coords)
+    m = 2 ** (check_int("levels", levels) - 1)
     inner = coords.long() + 1
     far = ((inner.max(0).values + 2 + m - 1) // m) * m - 1  # strictly beyond every spot
     out = torch.cat(

@@ -55,7 +55,12 @@ class SpotModel(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        wanted = type(self).config_class
+        wanted = getattr(type(self), "config_class", None)
+        if wanted is None:
+            raise TypeError(
+                f"{type(self).__name__} is a base class without a config_class: build one of "
+                f"{sorted(ARCHITECTURES)} (or subclass SpotModel and set config_class)"
+            )
         if not isinstance(config, wanted):
             raise TypeError(
                 f"{type(self).__name__} takes a {wanted.__name__}, got {type(config).__name__}"

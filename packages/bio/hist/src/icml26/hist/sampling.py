@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from icml26.hist.lattice import unique_sites
+from icml26.hist.lattice import check_int, check_sites, unique_sites
 
 
 @dataclass
@@ -31,11 +31,19 @@ def coarsen(coords: torch.Tensor, real: torch.Tensor):
     A parent is real when any child is real: a sentinel stays a sentinel only while it is alone.
     Parents come sorted by (row, col), so the result does not depend on the input order.
     """
+    check_sites(coords, real)
     pc, parent = unique_sites(torch.div(coords, 2, rounding_mode="floor"))
     slot = (coords[:, 0] % 2) * 2 + coords[:, 1] % 2
     preal = torch.zeros(len(pc), dtype=torch.bool, device=coords.device)
     preal[parent[real]] = True
     return pc, preal, Children(parent, slot, len(pc))
+
+
+def _check_rows(x, rows: int, dim: int, what: str) -> None:
+    if not isinstance(x, torch.Tensor) or tuple(x.shape) != (rows, dim):
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must have shape ({rows}, {dim}): one row per {what} of ch, "
+                         f"got {got}")  # fmt: skip
 
 
 def _token_projection(dim_in: int, dim_out: int) -> nn.Module:
@@ -47,6 +55,7 @@ class SparseDown(nn.Module):
 
     def __init__(self, dim_in: int, dim_out: int, mode: str = "conv", tokens: bool = True):
         super().__init__()
+        dim_in, dim_out = check_int("dim_in", dim_in), check_int("dim_out", dim_out)
         if mode not in ("conv", "merge"):
             raise ValueError(f"downsample must be 'conv' or 'merge', got {mode!r}")
         self.mode = mode
@@ -57,6 +66,7 @@ class SparseDown(nn.Module):
 
     def forward(self, x: torch.Tensor, tokens: torch.Tensor, ch: Children):
         """x (N, C_in) -> parents (P, C_out); tokens (T, C_in) -> (T, C_out)."""
+        _check_rows(x, len(ch.parent), self.proj.in_features // 4, "child")
         patch = x.new_zeros(ch.num_parents, 4, x.shape[1])
         patch[ch.parent, ch.slot] = x  # (P, 4, C): missing children stay zero
         out = self.post(self.proj(self.pre(patch.flatten(1))))
@@ -68,6 +78,7 @@ class PixelShuffleUp(nn.Module):
 
     def __init__(self, dim_in: int, dim_out: int, tokens: bool = True):
         super().__init__()
+        dim_in, dim_out = check_int("dim_in", dim_in), check_int("dim_out", dim_out)
         self.dim_out = dim_out
         self.proj = nn.Linear(dim_in, 4 * dim_out, bias=False)
         self.norm = nn.LayerNorm(dim_out)
@@ -75,6 +86,7 @@ class PixelShuffleUp(nn.Module):
 
     def forward(self, x: torch.Tensor, tokens: torch.Tensor, ch: Children):
         """parents (P, C_in) -> children (N, C_out), in the children's cached order."""
+        _check_rows(x, ch.num_parents, self.proj.in_features, "parent")
         slots = self.proj(x).view(len(x), 4, self.dim_out)  # (P, 4, C_out)
         tokens = None if tokens is None else self.token_proj(tokens)
         return self.norm(slots[ch.parent, ch.slot]), tokens

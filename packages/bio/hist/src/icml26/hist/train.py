@@ -373,6 +373,12 @@ def predict_anndata(model: SpotModel, slide: Slide, template=None):
     import anndata as ad
     import pandas as pd
 
+    if not isinstance(model, SpotModel):
+        raise TypeError(f"model must be a SpotModel (HiST, a baseline), got {type(model).__name__}")
+    if not isinstance(slide, Slide):
+        raise TypeError(f"slide must be an icml26.hist.Slide, got {type(slide).__name__}")
+    if template is not None and not isinstance(template, ad.AnnData):
+        raise TypeError(f"template must be an AnnData or None, got {type(template).__name__}")
     # prediction needs no counts: a slide measuring other genes than the model's loses them
     measured = slide.counts is not None and model.genes and slide.genes
     if measured and not set(model.genes) <= set(slide.genes):
