@@ -7,18 +7,6 @@ fails when a name leaves it without being removed, or a new public name arrives 
 so the table only shrinks."""
 
 UNTESTED = {
-    "icml26-asbm": {
-        "FlowMatching",
-        "Reflow",
-        "ReplayBuffer",
-        "TinyUNet",
-        "adjoint_matching_loss",
-        "bridge_matching_loss",
-        "corrector_matching_loss",
-        "frechet_distance",
-        "sb_path",
-        "straightness",
-    },
     "icml26-varsr": {
         "dpo_loss",
         "espcn_objective",

@@ -57,3 +57,88 @@ def test_pairings_name_bad_minibatches():
     assert_rejects(lambda: ot_pairing(X, torch.randn(10, 3)), "x0 and x1")
     assert_rejects(lambda: ot_pairing(X, torch.randn(8, 2)), "as many samples")
     assert_rejects(lambda: sb_pairing(X, X, 0.0, torch.Generator()), "sigma")
+
+
+from icml26.asbm import (  # noqa: E402
+    MLP,
+    FlowMatching,
+    Reflow,
+    ReplayBuffer,
+    TinyUNet,
+    adjoint_matching_loss,
+    bridge_matching_loss,
+    corrector_matching_loss,
+    frechet_distance,
+    sb_path,
+    straightness,
+)
+from icml26.asbm.metrics import FeatureNet  # noqa: E402
+
+E, S = GaussianEnergy(1.0), BrownianSDE(0.5)
+T = torch.rand(10)
+
+
+@pytest.mark.parametrize(
+    ("make", "names"),
+    [
+        (lambda: FlowMatching((0,), E), "shape"),
+        (lambda: FlowMatching("ab", E), "shape"),
+        (lambda: FlowMatching((2,), "gaussian"), ["energy", "GaussianEnergy"]),
+        (lambda: FlowMatching((2,), E, hidden=0), "hidden"),
+        (lambda: FlowMatching((2,), E, sigma=float("nan")), "sigma"),
+        (lambda: Reflow((2,), E, n_pairs=2.5), "n_pairs"),
+        (lambda: Reflow((2,), E, teacher_steps=0), "teacher_steps"),
+        (lambda: TinyUNet(width=4), ["width", "multiple of 8"]),
+        (lambda: TinyUNet(channels=0), "channels"),
+        (lambda: MLP((2,), 8, t_dim=1), "t_dim"),
+    ],
+)
+def test_baselines_and_networks_name_bad_settings(make, names):
+    assert_rejects(make, names)
+
+
+def test_baseline_training_and_sampling_name_bad_sizes():
+    fm = FlowMatching((2,), E, hidden=8)
+    assert_rejects(lambda: fm.fit(X, steps=0, progress=False), "steps")
+    assert_rejects(lambda: fm.fit(X, steps=1, batch_size=0, progress=False), "batch_size")
+    assert_rejects(lambda: fm.fit(X, steps=1, lr=-1.0, progress=False), "lr")
+    assert_rejects(lambda: fm.sample(0), "n")
+    assert_rejects(lambda: fm.sample(), "n")
+    assert_rejects(lambda: fm.sample(x1=torch.randn(3, 5)), "x1")
+    reflow = Reflow((2,), E, hidden=8, n_pairs=4)
+    assert_rejects(lambda: reflow.fit(X, steps=2, first_steps=5, progress=False), "first_steps")
+
+
+def test_replay_buffer_and_unet_name_what_does_not_fit():
+    buffer = ReplayBuffer()
+    assert_rejects(lambda: buffer.sample(4, torch.Generator()), ["empty", "fill"])
+    assert_rejects(lambda: buffer.fill(torch.randn(4, 2), torch.randn(3, 2)), ["x0", "x1"])
+    assert_rejects(lambda: buffer.fill([1.0], [2.0]), "x0")
+    buffer.fill(X, X)
+    assert_rejects(lambda: buffer.sample(0, torch.Generator()), "batch")
+    unet = TinyUNet(width=8)
+    assert_rejects(lambda: unet(torch.rand(2), torch.randn(2, 1, 7, 7)), "even")
+    assert_rejects(lambda: unet(torch.rand(2), torch.randn(2, 3, 8, 8)), "x")
+    assert_rejects(lambda: unet(torch.rand(2), torch.randn(2, 8)), "x")
+
+
+def test_losses_name_mismatched_endpoints_times_and_outputs():
+    u, h, b = MLP((2,), 8), MLP((2,), 8, time=False), MLP((2,), 8, out_mult=2)
+    assert_rejects(lambda: adjoint_matching_loss(u, h, S, E, X, X[:4], T), ["x0", "x1"])
+    assert_rejects(lambda: adjoint_matching_loss(u, h, S, E, X, X, T[:3]), "t")
+    assert_rejects(lambda: adjoint_matching_loss(u, h, "sde", E, X, X, T), "sde")
+    assert_rejects(lambda: corrector_matching_loss(h, S, X, X[:, :1]), "x1")
+    assert_rejects(lambda: bridge_matching_loss(u, S, X, X, T), ["net", "out_mult"])
+    assert_rejects(lambda: bridge_matching_loss(b, S, X, X, T[:, None]), "t")
+
+
+def test_path_and_distance_metrics_name_bad_inputs():
+    assert_rejects(lambda: sb_path(X, X[:4], T, X, 0.5), "x1")
+    assert_rejects(lambda: sb_path(X, X, torch.zeros(10), X, 0.5), ["t", "(0, 1)"])
+    assert_rejects(lambda: sb_path(X, X, T, X, -1.0), "sigma")
+    assert_rejects(lambda: sb_path(X, X, T, X[:, :1], 0.5), "eps")
+    assert_rejects(lambda: straightness([X]), "trajectory")
+    assert_rejects(lambda: straightness([X, X[:4]]), "shape")
+    assert_rejects(lambda: straightness([X, X * float("nan")]), "NaN")
+    assert_rejects(lambda: frechet_distance("net", X, X), "FeatureNet")
+    assert_rejects(lambda: frechet_distance(FeatureNet(3, 2), X, X), "net")

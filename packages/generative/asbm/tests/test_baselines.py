@@ -61,7 +61,7 @@ def test_sb_cfm_and_reflow_train_and_sample():
         rf.fit(data, steps=10, first_steps=10, progress=False)
     with pytest.raises(ValueError, match="coupling"):
         FlowMatching((2,), GaussianEnergy(1.0), "rectified")
-    with pytest.raises(ValueError, match="sigma > 0"):
+    with pytest.raises(ValueError, match="sigma must be a finite number > 0"):
         FlowMatching((2,), GaussianEnergy(1.0), "sb", sigma=0.0)
 
 

@@ -30,7 +30,6 @@ One-step distillation: a generator regressed onto the ODE's endpoints.
 """
 
 import json
-import numbers
 import os
 import tempfile
 import time
@@ -43,6 +42,13 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from tqdm.auto import tqdm
 
+from icml26.asbm.checks import (
+    check_kind,
+    check_pair,
+    check_shape,
+    positive_int,
+    positive_ints,
+)
 from icml26.asbm.nets import MLP, TinyUNet
 from icml26.asbm.sde import GaussianEnergy, LinearSDE, randn, sde_from_config
 
@@ -80,12 +86,16 @@ class ReplayBuffer:
         self.x0 = self.x1 = None
 
     def fill(self, x0: torch.Tensor, x1: torch.Tensor) -> None:
+        check_pair(x0, x1)
         self.x0, self.x1 = x0.detach(), x1.detach()
 
     def __len__(self) -> int:
         return 0 if self.x0 is None else len(self.x0)
 
     def sample(self, batch: int, gen: torch.Generator):
+        positive_int(batch, "batch")
+        if not len(self):
+            raise ValueError("the replay buffer is empty: fill it before sampling")
         # Indices come from the (CPU) training generator, so CPU runs draw what they always drew.
         idx = torch.randint(0, len(self), (batch,), generator=gen).to(self.x0.device)
         return self.x0[idx], self.x1[idx]
@@ -93,6 +103,9 @@ class ReplayBuffer:
 
 def adjoint_matching_loss(u_net, h_net, sde: LinearSDE, energy: GaussianEnergy, x0, x1, t):
     """``|| u(t, x_t) + a(t, 1) (grad E(x1) + h(x1)) ||^2`` with x_t on the reference bridge."""
+    check_kind(sde, LinearSDE, "sde")
+    check_kind(energy, GaussianEnergy, "energy")
+    check_pair(x0, x1, t)
     x_t = sde.bridge_sample(x0, x1, t)
     with torch.no_grad():
         a1 = energy.grad(x1) + (h_net(None, x1) if h_net is not None else 0.0)
@@ -102,14 +115,21 @@ def adjoint_matching_loss(u_net, h_net, sde: LinearSDE, energy: GaussianEnergy, 
 
 def corrector_matching_loss(h_net, sde: LinearSDE, x0, x1):
     """``|| h(x1) - grad_{x1} log p_{1|0}(x1 | x0) ||^2``."""
+    check_kind(sde, LinearSDE, "sde")
+    check_pair(x0, x1)
     target = sde.grad_log_transition(x1, x0)
     return (h_net(None, x1) - target).pow(2).flatten(1).sum(1).mean()
 
 
 def bridge_matching_loss(net, sde: LinearSDE, x0, x1, t):
     """Regress ``(x0, x1)`` from ``(t, x_t)``: the network outputs them stacked on dim 1."""
+    check_kind(sde, LinearSDE, "sde")
+    check_pair(x0, x1, t)
     x_t = sde.bridge_sample(x0, x1, t)
     pred = net(t, x_t)
+    if pred.shape[0] != len(x0) or pred.shape[1] != 2 * x0.shape[1]:
+        raise ValueError(f"net must output (x0, x1) stacked on dim 1 ({2 * x0.shape[1]} "
+                         f"channels, out_mult=2), got {tuple(pred.shape)}")  # fmt: skip
     x0_hat, x1_hat = pred.chunk(2, dim=1)
     return ((x0_hat - x0).pow(2) + (x1_hat - x1).pow(2)).flatten(1).sum(1).mean()
 
@@ -167,8 +187,10 @@ class ASBM:
         sim_steps: int = 100,
         hidden: int = 256,
     ):
-        self.shape = tuple(shape)
-        _positive_int(sim_steps, "sim_steps")
+        self.shape = check_shape(shape)
+        check_kind(sde, LinearSDE, "sde")
+        check_kind(energy, GaussianEnergy, "energy")
+        positive_int(sim_steps, "sim_steps")
         self.sde, self.energy, self.sim_steps = sde, energy, sim_steps
         self.u_net = u_net or MLP(self.shape, hidden)
         self.h_net = h_net or MLP(self.shape, hidden, time=False)
@@ -344,7 +366,7 @@ class ASBM:
     ) -> "ASBM":
         """Stage 2: bridge matching on (x0, x1) pairs from the learned forward SDE, on the
         networks' device."""
-        _positive_ints(steps=steps, batch_size=batch_size, buffer_size=buffer_size,
+        positive_ints(steps=steps, batch_size=batch_size, buffer_size=buffer_size,
                        resimulate_every=resimulate_every)  # fmt: skip
         data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1 + 1000 * _rank())
@@ -535,18 +557,8 @@ def build_net(spec: dict) -> nn.Module:
     raise ValueError(f"unknown network kind {kind!r}")
 
 
-def _positive_int(value, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-
-
 def _check_stage1(rounds, adjoint_steps, corrector_steps, *sizes) -> None:
     if rounds < 1 or adjoint_steps < 1 or corrector_steps < 0:
         raise ValueError("need rounds >= 1, adjoint_steps >= 1 and corrector_steps >= 0")
     names = ("batch_size", "buffer_size", "corrector_buffer", "resimulate_every")
-    _positive_ints(**dict(zip(names, sizes, strict=True)))
-
-
-def _positive_ints(**values) -> None:
-    for name, value in values.items():
-        _positive_int(value, name)
+    positive_ints(**dict(zip(names, sizes, strict=True)))

@@ -20,6 +20,14 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.asbm.asbm import TRAIN_COST, _check_data, _ddp, _rank, module_device
+from icml26.asbm.checks import (
+    check_kind,
+    check_pair,
+    check_shape,
+    nonnegative_float,
+    positive_int,
+    positive_ints,
+)
 from icml26.asbm.metrics import check_samples
 from icml26.asbm.nets import MLP
 from icml26.asbm.sde import GaussianEnergy, randn
@@ -62,6 +70,11 @@ def sb_pairing(x0: torch.Tensor, x1: torch.Tensor, sigma: float, gen: torch.Gene
 
 def sb_path(x0, x1, t, eps, sigma: float) -> tuple[torch.Tensor, torch.Tensor]:
     """SB-CFM's conditional path and target velocity at t (B,): (x_t, u_t)."""
+    check_pair(x0, x1, t)
+    check_pair(x0, eps, names=("x0", "eps"))
+    nonnegative_float(sigma, "sigma")
+    if not bool(((t > 0) & (t < 1)).all()):  # the target divides by t (1 - t)
+        raise ValueError("t must lie strictly inside (0, 1): the target velocity divides by t(1-t)")
     tb = t.view(-1, *([1] * (x0.dim() - 1)))
     mu = (1 - tb) * x0 + tb * x1
     x_t = mu + sigma * (tb * (1 - tb)).sqrt() * eps
@@ -93,11 +106,14 @@ class FlowMatching:
         hidden: int = 256,
         sigma: float = 0.5,
     ):
+        check_kind(energy, GaussianEnergy, "energy")
+        positive_int(hidden, "hidden")
+        nonnegative_float(sigma, "sigma", positive=coupling == "sb")
         if coupling not in ("independent", "ot", "sb"):
             raise ValueError(f"coupling must be 'independent', 'ot' or 'sb', got {coupling!r}")
         if coupling == "sb" and not sigma > 0:
             raise ValueError(f"SB-CFM needs sigma > 0, got {sigma}")
-        self.shape, self.energy, self.coupling = tuple(shape), energy, coupling
+        self.shape, self.energy, self.coupling = check_shape(shape), energy, coupling
         self.sigma = float(sigma)
         self.net = net or MLP(self.shape, hidden)
         self.losses: list[float] = []
@@ -126,6 +142,8 @@ class FlowMatching:
     ) -> "FlowMatching":
         """Fit on the network's device (``data`` is moved there); draws come from a seeded CPU
         generator."""
+        positive_ints(steps=steps, batch_size=batch_size)
+        nonnegative_float(lr, "lr", positive=True)
         data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1000 * _rank())
         net = _ddp(self.net)
@@ -172,7 +190,10 @@ class FlowMatching:
         """Euler from t = 1 to 0; on x1's device, or on the network's when x1 is drawn here."""
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
-        x = self.energy.sample(n, self.shape, generator, self.device) if x1 is None else x1.float()
+        if x1 is None:
+            x = self.energy.sample(positive_int(n, "n"), self.shape, generator, self.device)
+        else:
+            x = _check_data(x1, self.shape, min_n=1, name="x1")
         ts = torch.linspace(1.0, 0.0, steps + 1)  # host-side grid: only read back as floats
         traj = [x]
         for k in range(steps):
@@ -192,8 +213,8 @@ class Reflow(FlowMatching):
     def __init__(self, shape, energy: GaussianEnergy, net=None, hidden: int = 256,
                  n_pairs: int = 8192, teacher_steps: int = 32):  # fmt: skip
         super().__init__(shape, energy, "independent", net, hidden)
-        if n_pairs < 2 or teacher_steps < 1:
-            raise ValueError("n_pairs >= 2 and teacher_steps >= 1 needed")
+        positive_int(n_pairs, "n_pairs", 2)
+        positive_int(teacher_steps, "teacher_steps")
         self.n_pairs, self.teacher_steps = n_pairs, teacher_steps
 
     def fit(self, data, steps: int = 3000, batch_size: int = 256, lr: float = 1e-3,

@@ -65,6 +65,12 @@ def sliced_w2(x: torch.Tensor, y: torch.Tensor, projections: int = 256, seed: in
 
 def straightness(trajectory: list[torch.Tensor]) -> float:
     """Mean over samples of path length / chord: 1 for straight paths."""
+    if len(trajectory) < 2 or not all(isinstance(x, torch.Tensor) for x in trajectory):
+        raise ValueError("trajectory must be >= 2 tensors (B, ...): the states along the paths")
+    if len({tuple(x.shape) for x in trajectory}) > 1:
+        raise ValueError("trajectory states must share one shape (B, ...)")
+    if not all(bool(torch.isfinite(x).all()) for x in trajectory):
+        raise ValueError("trajectory holds NaN or inf")
     steps = torch.stack([b - a for a, b in itertools.pairwise(trajectory)])
     length = steps.flatten(2).norm(dim=2).sum(0)
     chord = (trajectory[-1] - trajectory[0]).flatten(1).norm(dim=1).clamp_min(1e-12)
@@ -119,6 +125,11 @@ def feature_mmd(net: FeatureNet, x: torch.Tensor, y: torch.Tensor) -> float:
 def frechet_distance(net: FeatureNet, x: torch.Tensor, y: torch.Tensor) -> float:
     """Fréchet distance between Gaussian fits of the classifier features of x and y."""
     check_samples(x, y)
+    if not isinstance(net, FeatureNet):
+        raise TypeError(f"net must be a FeatureNet (train_feature_net), got {type(net).__name__}")
+    if net.body[1].in_features != x[0].numel():
+        raise ValueError(f"net takes samples of {net.body[1].in_features} values, x has "
+                         f"{x[0].numel()} per sample")  # fmt: skip
     fx, fy = net.body(x).double(), net.body(y).double()
     mx, my = fx.mean(0), fy.mean(0)
     cx, cy = torch.cov(fx.T), torch.cov(fy.T)

@@ -9,6 +9,8 @@ import math
 import torch
 from torch import nn
 
+from icml26.asbm.checks import check_shape, positive_int
+
 
 def time_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
     """Sinusoidal features of t (B,) in [0, 1] -> (B, dim), frequencies 1 ... 1000 (log-spaced)."""
@@ -33,6 +35,9 @@ class MLP(nn.Module):
         t_dim: int = 32,
     ):
         super().__init__()
+        shape = check_shape(shape)
+        hidden, out_mult = positive_int(hidden, "hidden"), positive_int(out_mult, "out_mult")
+        depth, t_dim = positive_int(depth, "depth", 0), positive_int(t_dim, "t_dim", 2)
         self.init_config = {
             "kind": "mlp",
             "shape": list(shape),
@@ -88,6 +93,11 @@ class TinyUNet(nn.Module):
 
     def __init__(self, channels: int = 1, width: int = 32, out_mult: int = 1, t_dim: int = 32):
         super().__init__()
+        channels, out_mult = positive_int(channels, "channels"), positive_int(out_mult, "out_mult")
+        t_dim = positive_int(t_dim, "t_dim", 2)
+        if positive_int(width, "width") % 8:
+            raise ValueError(f"width must be a multiple of 8 (GroupNorm's 8 groups), got {width}")
+        self.channels = channels
         self.init_config = {
             "kind": "unet",
             "channels": channels,
@@ -108,6 +118,13 @@ class TinyUNet(nn.Module):
         self.out = nn.Conv2d(width, out_mult * channels, 3, padding=1)
 
     def forward(self, t: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[1] != self.channels:
+            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"x must be (B, {self.channels}, H, W) images, got {got}")
+        if x.shape[2] % 2 or x.shape[3] % 2:
+            raise ValueError(
+                f"x needs an even height and width (one 2x pooling), got {x.shape[2:]}"
+            )
         if t is None:  # a time-free use (the corrector h(x1), the one-step generator)
             t = torch.zeros(len(x), device=x.device)
         temb = self.temb(time_embedding(t, self.t_dim))
