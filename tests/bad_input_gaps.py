@@ -7,15 +7,6 @@ fails when a name leaves it without being removed, or a new public name arrives 
 so the table only shrinks."""
 
 UNTESTED = {
-    "icml26-varsr": {
-        "dpo_loss",
-        "espcn_objective",
-        "fit",
-        "load_data",
-        "load_image",
-        "tokenizer_objective",
-        "var_objective",
-    },
     "icml26-lucid": {
         "LucidCache",
         "LucidDynamicCache",

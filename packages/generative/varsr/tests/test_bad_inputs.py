@@ -99,3 +99,62 @@ def test_float_arrays_outside_0_1_are_not_clamped_white():
 def test_fit_config_names_a_bad_budget():
     assert_rejects(lambda: FitConfig(steps=-1), "steps")
     assert_rejects(lambda: FitConfig(lr=0.0), "lr")
+
+
+from icml26.varsr import (  # noqa: E402
+    dpo_loss,
+    espcn_objective,
+    fit,
+    load_data,
+    load_image,
+    tokenizer_objective,
+    var_objective,
+)
+
+
+def test_the_dpo_term_names_bad_log_probabilities_and_beta():
+    x = torch.randn(4)
+    assert_rejects(lambda: dpo_loss(x, x[:2], x, x), "policy_rejected")
+    assert_rejects(lambda: dpo_loss(x[:, None], x, x, x), "policy_chosen")
+    assert_rejects(lambda: dpo_loss([1.0], x, x, x), "policy_chosen")
+    for beta in (float("nan"), 0.0, "0.1"):
+        assert_rejects(lambda b=beta: dpo_loss(x, x, x, x, b), "beta")
+
+
+def test_objectives_name_the_wrong_model():
+    assert_rejects(lambda: espcn_objective(torch.nn.Linear(2, 2)), "ESPCN")
+    assert_rejects(lambda: tokenizer_objective("tok"), "MultiScaleRQ")
+    tok = MultiScaleRQ(TokenizerConfig())
+    assert_rejects(lambda: tokenizer_objective(tok, restart_every=-1), "restart_every")
+    assert_rejects(lambda: tokenizer_objective(tok, steps=2.5), "steps")
+    assert_rejects(lambda: var_objective(tok), "VARTransformer")
+    var = VARTransformer(tok, VARConfig())
+    assert_rejects(lambda: var_objective(var, dpo_weight=-1.0), "dpo_weight")
+    assert_rejects(lambda: var_objective(var, dpo_weight=1.0, beta=0.0), "beta")
+
+
+def test_fit_names_its_bad_arguments_and_a_broken_objective():
+    model = torch.nn.Linear(2, 2)
+    data, cfg = torch.randn(4, 2), FitConfig(steps=1, batch=2)
+
+    def loss(b):
+        return {"loss": model(b).sum()}
+
+    assert_rejects(lambda: fit("model", data, loss, cfg), "model")
+    assert_rejects(lambda: fit(model, [1, 2], loss, cfg), "data")
+    assert_rejects(lambda: fit(model, torch.full((4, 2), float("nan")), loss, cfg), "NaN")
+    assert_rejects(lambda: fit(model, data, "loss", cfg), "loss_fn")
+    assert_rejects(lambda: fit(model, data, loss, {"steps": 1}), "FitConfig")
+    assert_rejects(lambda: fit(model, data, lambda b: {"ce": model(b).sum()}, cfg), "'loss'")
+    nan = lambda b: {"loss": model(b).sum() * float("nan")}  # noqa: E731
+    assert_rejects(lambda: fit(model, data, nan, cfg), ["non-finite", "step 0"])
+
+
+def test_loaders_name_bad_sizes_and_images_that_do_not_ship():
+    for size in (0, 5, "32"):
+        assert_rejects(lambda s=size: load_data(s), "size")
+    assert_rejects(lambda: load_data(32, -1.0), "flat_std")
+    assert_rejects(lambda: load_image(3), "name")
+    assert_rejects(lambda: load_image("nope"), "nope")
+    assert_rejects(lambda: load_image("download_all"), "download_all")  # not an image
+    assert_rejects(lambda: load_image("sklearn:nope.jpg"), "nope.jpg")

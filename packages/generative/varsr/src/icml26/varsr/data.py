@@ -11,6 +11,7 @@ Y of ``skimage.color.rgb2ycbcr``) with ``scale`` pixels shaved from each border.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,13 @@ TRAIN = (
 
 
 def load_image(name: str) -> torch.Tensor:
-    """An offline image as float RGB in [0, 1], shape (3, H, W)."""
+    """An offline image as float RGB in [0, 1], shape (3, H, W): a ``skimage.data`` image that
+    ships in scikit-image's wheel (``"astronaut"``) or ``"sklearn:<file>"`` (``china.jpg``,
+    ``flower.jpg``)."""
+    if not isinstance(name, str):
+        raise TypeError(
+            f"name must be an image name such as 'astronaut', got {type(name).__name__}"
+        )
     if name.startswith("sklearn:"):
         from sklearn.datasets import load_sample_images
 
@@ -39,10 +46,16 @@ def load_image(name: str) -> torch.Tensor:
     else:
         import skimage.data
 
-        loader = getattr(skimage.data, name, None)
-        if loader is None or not callable(loader):
+        not_images = ("data_dir", "download_all", "file_hash", "lbp_frontal_face_cascade_filename")
+        loader = getattr(skimage.data, name, None) if name not in not_images else None
+        if name not in skimage.data.__all__ or loader is None or not callable(loader):
             raise ValueError(f"skimage.data has no image {name!r}")
-        arr = loader()
+        try:
+            arr = loader()
+        except Exception as e:  # images outside the wheel need pooch and a network
+            raise ValueError(f"skimage.data.{name} cannot be loaded offline: {e}") from None
+        if not isinstance(arr, np.ndarray):
+            raise ValueError(f"skimage.data.{name} is not an image ({type(arr).__name__})")
     return to_image(arr, name)
 
 
@@ -146,6 +159,10 @@ class PatchData:
 def load_data(size: int = 32, flat_std: float = 0.02) -> PatchData:
     """Patches of the training images, dropping near-constant ones (std < ``flat_std``: blank
     background teaches nothing), and the held-out images."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 4 or size % 4:
+        raise ValueError(f"size must be a positive multiple of 4 (the x4 scale), got {size!r}")
+    if not (isinstance(flat_std, (int, float)) and 0 <= flat_std < math.inf):
+        raise ValueError(f"flat_std must be a finite number >= 0, got {flat_std!r}")
     train = patches([crop_to(load_image(n), size) for n in TRAIN], size)
     keep = train.flatten(1).std(1) >= flat_std
     test = {n: crop_to(load_image(n), 4) for n in HELD_OUT}

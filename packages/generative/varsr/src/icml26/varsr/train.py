@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable
@@ -30,7 +31,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from icml26.varsr.baselines import ESPCN
 from icml26.varsr.data import bicubic_up, downsample
+from icml26.varsr.tokenizer import MultiScaleRQ
+from icml26.varsr.var import VARTransformer, dpo_loss
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,11 @@ class FitConfig:
                              f"save_every={self.save_every}")  # fmt: skip
 
 
+def _check_count(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+
+
 def _rank_world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
@@ -67,9 +76,7 @@ def fit(model: torch.nn.Module, data: torch.Tensor, loss_fn: Callable[[torch.Ten
     """Train ``model`` on random batches of ``data`` (N, ...) with ``loss_fn(batch) -> {"loss":
     tensor, ...}``; ``hook(step, batch)`` runs after each step (dead-code restarts). Returns the
     per-step logs (floats)."""
-    cfg.check()
-    if len(data) == 0:
-        raise ValueError("data is empty")
+    _check_fit(model, data, loss_fn, cfg, hook)
     rank, world = _rank_world()
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed * 1_000 + rank)
@@ -86,6 +93,7 @@ def fit(model: torch.nn.Module, data: torch.Tensor, loss_fn: Callable[[torch.Ten
         idx = torch.randint(len(data), (cfg.batch,), generator=gen)
         batch = data[idx].to(next(model.parameters()).device)
         out = loss_fn(batch)
+        _check_loss(out, step)
         opt.zero_grad(set_to_none=True)
         out["loss"].backward()
         if world > 1:  # the objectives call methods besides forward, so average by hand
@@ -105,6 +113,39 @@ def fit(model: torch.nn.Module, data: torch.Tensor, loss_fn: Callable[[torch.Ten
     if ckpt is not None:
         _save(ckpt, model, opt, gen, cfg.steps, logs, rank, cfg)
     return logs
+
+
+def _check_fit(model, data, loss_fn, cfg, hook) -> None:
+    if not isinstance(model, torch.nn.Module) or not any(
+        p.requires_grad for p in model.parameters()
+    ):
+        raise TypeError(f"model must be a torch module with trainable parameters, got "
+                        f"{type(model).__name__}")  # fmt: skip
+    if not isinstance(data, torch.Tensor) or data.dim() < 2 or not data.is_floating_point():
+        got = tuple(data.shape) if isinstance(data, torch.Tensor) else type(data).__name__
+        raise ValueError(f"data must be a float tensor (N, ...) of training samples, got {got}")
+    if len(data) == 0:
+        raise ValueError("data is empty")
+    if not torch.isfinite(data).all():
+        raise ValueError("data contains NaN or inf")
+    if not callable(loss_fn) or (hook is not None and not callable(hook)):
+        raise TypeError("loss_fn (and hook, when given) must be callable: see the *_objective "
+                        "functions")  # fmt: skip
+    if not isinstance(cfg, FitConfig):
+        raise TypeError(f"cfg must be a FitConfig, got {type(cfg).__name__}")
+    cfg.check()
+
+
+def _check_loss(out, step: int) -> None:
+    """The objective's output: a dict with a finite scalar ``"loss"`` (read once here; the
+    per-step log reads it anyway)."""
+    if not isinstance(out, dict) or "loss" not in out:
+        got = sorted(out) if isinstance(out, dict) else type(out).__name__
+        raise ValueError(f"loss_fn must return a dict with a 'loss' tensor, got {got}")
+    loss = out["loss"]
+    if not math.isfinite(float(loss.detach() if torch.is_tensor(loss) else loss)):
+        raise ValueError(f"loss_fn returned a non-finite loss at step {step}: lower the lr or "
+                         f"check the data")  # fmt: skip
 
 
 def _save(ckpt: Path, model, opt, gen, step, logs, rank, cfg) -> None:
@@ -162,6 +203,11 @@ def tokenizer_objective(tok, hit: bool = True, restart_every: int = 100,
     """(loss_fn, hook) for :func:`fit` on a :class:`MultiScaleRQ`. Dead codes restart every
     ``restart_every`` steps, never after the last of ``steps`` (no gradient step would follow);
     the restart's random draws are seeded by the step, so a resumed run repeats them."""
+    if not isinstance(tok, MultiScaleRQ):
+        raise TypeError(f"tok must be a MultiScaleRQ, got {type(tok).__name__}")
+    _check_count(restart_every, "restart_every")
+    if steps is not None:
+        _check_count(steps, "steps")
 
     def loss_fn(batch):
         return tok(batch, hit=hit)
@@ -179,8 +225,11 @@ def tokenizer_objective(tok, hit: bool = True, restart_every: int = 100,
 def var_objective(var, dpo_weight: float = 0.0, beta: float = 0.1):
     """loss_fn for :func:`fit` on a :class:`VARTransformer`: CE (+ ``dpo_weight`` x DPO against
     a frozen copy of ``var`` as it is when this is called)."""
-    from icml26.varsr.var import dpo_loss
-
+    if not isinstance(var, VARTransformer):
+        raise TypeError(f"var must be a VARTransformer, got {type(var).__name__}")
+    if not (isinstance(dpo_weight, (int, float)) and 0 <= dpo_weight < math.inf):
+        raise ValueError(f"dpo_weight must be a finite number >= 0, got {dpo_weight!r}")
+    dpo_loss(*[torch.zeros(1)] * 4, beta)  # names a bad beta now, not at the first step
     tok = var.tok
     ref = copy.deepcopy(var).eval().requires_grad_(False) if dpo_weight > 0 else None
     g = var.given_scales
@@ -205,6 +254,10 @@ def var_objective(var, dpo_weight: float = 0.0, beta: float = 0.1):
 
 
 def espcn_objective(model):
+    """loss_fn for :func:`fit` on an :class:`ESPCN`: MSE of its upscaled downsampled patch."""
+    if not isinstance(model, ESPCN):
+        raise TypeError(f"model must be an ESPCN, got {type(model).__name__}")
+
     def loss_fn(hr):
         return {"loss": F.mse_loss(model(downsample(hr, model.scale)), hr)}
 

@@ -14,6 +14,7 @@ images of that one pass. Attention is PyTorch SDPA; sampling uses a KV cache.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -216,7 +217,14 @@ def dpo_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor, ref_cho
     """-log sigmoid(beta [(log pi(y_w) - log pi_ref(y_w)) - (log pi(y_l) - log pi_ref(y_l))]),
     averaged: the chosen y_w is the HR image's tokens, the rejected y_l the tokens of the
     bicubic-upsampled LR image, pi_ref the frozen cross-entropy model. All inputs (B,)."""
-    if not beta > 0:
-        raise ValueError(f"beta must be > 0, got {beta}")
+    if not (isinstance(beta, (int, float)) and 0 < beta < math.inf):
+        raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
+    names = ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected")
+    args = (policy_chosen, policy_rejected, ref_chosen, ref_rejected)
+    for name, t in zip(names, args, strict=True):
+        if not isinstance(t, torch.Tensor) or t.dim() != 1 or t.shape != policy_chosen.shape:
+            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{name} must be a (B,) tensor of sequence log-probabilities like "
+                             f"policy_chosen, got {got}")  # fmt: skip
     margin = (policy_chosen - ref_chosen) - (policy_rejected - ref_rejected)
     return -F.logsigmoid(beta * margin).mean()
