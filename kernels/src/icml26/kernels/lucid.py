@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from icml26.kernels.attention import (
     check_attention_inputs,
     check_decode_inputs,
+    check_tensor,
     compute_dtype,
     expand_kv,
     softmax_attention,
@@ -53,6 +54,10 @@ check_lucid_inputs = check_attention_inputs
 def lucid_preconditioner(k: torch.Tensor) -> torch.Tensor:
     """``L = tril(exp(sqrt(d) (u_i . u_j - 1)))`` for keys (..., T, D); shape (..., T, T), in the
     solve's precision."""
+    if not isinstance(k, torch.Tensor) or k.dim() < 2:
+        got = tuple(k.shape) if isinstance(k, torch.Tensor) else type(k).__name__
+        raise ValueError(f"k must be a tensor of keys (..., T, D), got {got}")
+    check_tensor("k", k, k.dim())
     d = k.shape[-1]
     u = F.normalize(k.to(compute_dtype(k.dtype)), dim=-1)  # k_rn / sqrt(d)
     s = math.sqrt(d) * (u @ u.transpose(-1, -2) - 1.0)  # k_rn k_rn^T / sqrt(d) - sqrt(d)

@@ -70,3 +70,63 @@ def test_rope_names_a_bad_base():
 )
 def test_tiny_lm_config_names_a_bad_shape(kwargs, name):
     assert_rejects(lambda: TinyLMConfig(**kwargs), name)
+
+
+from icml26.lucid import (  # noqa: E402
+    LucidCache,
+    LucidDynamicCache,
+    TinyLM,
+    lucid_append,
+    lucid_attention_reference,
+    lucid_decode_reference,
+    lucid_preconditioner,
+    lucid_solve,
+    lucid_solve_reference,
+)
+
+RETURNED = {"register_lucid": "takes no arguments: it registers the implementation by name"}
+"""Public names that take no input."""
+
+
+def test_the_reference_ops_name_bad_keys_and_values():
+    assert_rejects(lambda: lucid_preconditioner(Q * float("nan")), ["k", "NaN"])
+    assert_rejects(lambda: lucid_preconditioner(Q.long()), ["k", "floating"])
+    assert_rejects(lambda: lucid_preconditioner([1.0]), "k")
+    for solve in (lucid_solve, lucid_solve_reference):
+        assert_rejects(lambda s=solve: s(Q, Q[..., :5, :]), ["k", "v"])
+    assert_rejects(lambda: lucid_solve(Q, Q * float("nan")), "v")
+    assert_rejects(lambda: lucid_attention_reference(Q, Q[..., :3], Q), ["q", "k"])
+    assert_rejects(lambda: lucid_attention_reference(Q, Q, Q, causal=False), "causal")
+    one = Q[..., :1, :]
+    assert_rejects(lambda: lucid_decode_reference(one, Q, Q[..., :3, :], one, one), "q")
+
+
+def test_appending_to_a_v_prime_cache_names_what_does_not_fit():
+    one = Q[..., :1, :]
+    assert_rejects(lambda: lucid_append(Q, Q[..., :3, :], one, one), "vp_cache")
+    assert_rejects(lambda: lucid_append(Q, Q, one[..., :2], one), "k_cache")
+    mask = torch.ones(1, 1, 1, 3, dtype=torch.bool)
+    assert_rejects(lambda: lucid_append(Q, Q, one, one, mask), "allowed")
+    assert_rejects(lambda: lucid_append(Q, Q, one * float("nan"), one), "k_new")
+    assert_rejects(lambda: lucid_append(Q, Q, one.long(), one.long()), "k_new")
+
+
+def test_caches_name_half_filled_or_mismatched_contents():
+    assert_rejects(lambda: LucidCache(k=Q), ["k", "v"])
+    assert_rejects(lambda: LucidCache(k=Q, v=Q[..., :3, :]), ["k", "v"])
+    wrong = torch.ones(1, 5, dtype=torch.bool)
+    assert_rejects(lambda: LucidCache(k=Q, v=Q, valid=wrong), "valid")
+    assert_rejects(lambda: LucidCache(valid=wrong), "valid")
+    assert_rejects(lambda: LucidDynamicCache(5), "ddp_cache_data")
+    assert_rejects(lambda: LucidDynamicCache(offloading=True), "offloading")
+    LucidDynamicCache(config=None)  # DynamicCache's keyword is accepted
+
+
+def test_tiny_lm_names_a_bad_config_and_bad_token_ids():
+    assert_rejects(lambda: TinyLM("cfg"), "TinyLMConfig")
+    model = TinyLM(TinyLMConfig(vocab_size=16, dim=16, heads=2, layers=1, max_len=8))
+    for tokens in (torch.tensor([[1, 20]]), torch.tensor([[-1, 2]])):
+        assert_rejects(lambda t=tokens: model(t), ["tokens", "[0, 16)"])
+    assert_rejects(lambda: model(torch.tensor([[1.0, 2.0]])), ["tokens", "integer"])
+    assert_rejects(lambda: model(torch.tensor([1, 2])), "tokens")
+    assert_rejects(lambda: model(torch.zeros(1, 30, dtype=torch.long)), "max_len")

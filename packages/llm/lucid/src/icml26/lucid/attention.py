@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml26.kernels.attention import check_attention_inputs
+from icml26.kernels.attention import check_attention_inputs, check_tensor
 from icml26.kernels.lucid import (
     compute_dtype,
     lucid_attention,
@@ -65,6 +65,7 @@ def lucid_append(
     token sees every cached key and the new ones up to itself). Returns (B, H_kv, n, D) in the
     solve's precision (fp32, or fp64 for fp64 inputs).
     """
+    _check_append(k_cache, vp_cache, k_new, v_new, allowed)
     ct = compute_dtype(k_new.dtype)
     d = k_new.shape[-1]
     N = k_cache.shape[2]
@@ -79,6 +80,33 @@ def lucid_append(
     # D: the new tokens' own unit lower-triangular block
     D = masked_preconditioner(k_new, None if allowed is None else allowed[..., N:])
     return torch.linalg.solve_triangular(D, rhs, upper=False, unitriangular=True)
+
+
+def _check_append(k_cache, vp_cache, k_new, v_new, allowed) -> None:
+    """Shapes of :func:`lucid_append`'s arguments (NaN scans on the CPU only, as the kernels
+    do: a GPU decode step stays free of host syncs)."""
+    for name, t in (("k_new", k_new), ("v_new", v_new), ("k_cache", k_cache)):
+        check_tensor(name, t, 4)
+    if k_new.shape[:3] != v_new.shape[:3] or k_new.shape[2] == 0:
+        raise ValueError(f"k_new {tuple(k_new.shape)} and v_new {tuple(v_new.shape)} must share "
+                         f"(B, H_kv, n), n >= 1")  # fmt: skip
+    check_tensor("vp_cache", vp_cache, 4)
+    (B, H, n, D), N = k_new.shape, k_cache.shape[2]
+    if k_cache.shape != (B, H, N, D):
+        raise ValueError(f"k_cache must be (B, H_kv, N, D) = ({B}, {H}, N, {D}) to match k_new, "
+                         f"got {tuple(k_cache.shape)}")  # fmt: skip
+    if vp_cache.shape != (B, H, N, v_new.shape[3]):
+        raise ValueError(f"vp_cache must be ({B}, {H}, {N}, {v_new.shape[3]}): one V' row per "
+                         f"cached key, got {tuple(vp_cache.shape)}")  # fmt: skip
+    if allowed is not None and (
+        not isinstance(allowed, torch.Tensor)
+        or allowed.dim() != 4
+        or allowed.shape[-2:] != (n, N + n)
+        or allowed.shape[1] not in (1, H)
+    ):
+        got = tuple(allowed.shape) if isinstance(allowed, torch.Tensor) else type(allowed).__name__
+        raise ValueError(f"allowed must be (B, 1 or {H}, {n}, {N + n}): the new tokens' rows of "
+                         f"the mask, got {got}")  # fmt: skip
 
 
 def masked_lucid_solve(
@@ -188,6 +216,26 @@ class LucidCache:
     """(B, H_kv, N, D) V' (LUCID, in the solve's precision) or V (softmax)."""
     valid: torch.Tensor | None = field(default=None, repr=False)
     """(B, N) bool, False for padding (None: no padding so far)."""
+
+    def __post_init__(self) -> None:
+        if (self.k is None) != (self.v is None):
+            raise ValueError("a LucidCache holds both k and v, or neither (an empty cache)")
+        if self.k is None:
+            if self.valid is not None:
+                raise ValueError("valid needs cached keys: an empty cache has no padding")
+            return
+        check_tensor("k", self.k, 4)
+        check_tensor("v", self.v, 4)
+        if self.k.shape[:3] != self.v.shape[:3]:
+            raise ValueError(f"k {tuple(self.k.shape)} and v {tuple(self.v.shape)} must share "
+                             f"(B, H_kv, N)")  # fmt: skip
+        B, N = self.k.shape[0], self.k.shape[2]
+        if self.valid is not None and (
+            not isinstance(self.valid, torch.Tensor)
+            or self.valid.dtype != torch.bool
+            or self.valid.shape != (B, N)
+        ):
+            raise ValueError(f"valid must be a ({B}, {N}) bool tensor, False for padding")
 
     @property
     def length(self) -> int:

@@ -214,7 +214,16 @@ class LucidDynamicCache(Cache):
     and the preconditioned values V' (fp32), so each decode step solves one new row of L in
     O(T d) with no host synchronisation. Pass it to ``generate`` as ``past_key_values``."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, ddp_cache_data=None, config=None, **unsupported) -> None:
+        # ``config`` is accepted for DynamicCache's signature and not needed: one LucidLayer is
+        # made per attention layer as it is first used.
+        if ddp_cache_data is not None:
+            raise ValueError(
+                "ddp_cache_data is not supported: a LucidDynamicCache starts empty and builds V' "
+                "from the keys it sees"
+            )
+        if unsupported:
+            raise TypeError(f"LucidDynamicCache got unexpected arguments {sorted(unsupported)}")
         super().__init__(layer_class_to_replicate=LucidLayer)
 
 

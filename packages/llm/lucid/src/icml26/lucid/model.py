@@ -77,11 +77,26 @@ class Block(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+def _check_tokens(tokens, vocab_size: int) -> None:
+    if not isinstance(tokens, torch.Tensor):
+        raise TypeError(f"tokens must be a (B, T) tensor of token ids, got {type(tokens).__name__}")
+    if tokens.dim() != 2 or tokens.is_floating_point() or tokens.dtype == torch.bool:
+        raise ValueError(f"tokens must be a (B, T) integer tensor of token ids, got "
+                         f"{tokens.dtype} {tuple(tokens.shape)}")  # fmt: skip
+    # the range scan reads the ids on the host: CPU only, as the kernels' NaN scans
+    if tokens.device.type == "cpu" and tokens.numel():
+        lo, hi = int(tokens.min()), int(tokens.max())
+        if lo < 0 or hi >= vocab_size:
+            raise ValueError(f"tokens must be ids in [0, {vocab_size}), got {lo}..{hi}")
+
+
 class TinyLM(nn.Module):
     """``tokens (B, T) -> logits (B, T, vocab)``; pass one ``LucidCache`` per layer to decode."""
 
     def __init__(self, cfg: TinyLMConfig) -> None:
         super().__init__()
+        if not isinstance(cfg, TinyLMConfig):
+            raise TypeError(f"cfg must be a TinyLMConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         self.tok = nn.Embedding(cfg.vocab_size, cfg.dim)
         self.pos = nn.Embedding(cfg.max_len, cfg.dim) if cfg.rope_base is None else None
@@ -94,6 +109,7 @@ class TinyLM(nn.Module):
             nn.init.normal_(self.pos.weight, std=0.02)
 
     def forward(self, tokens: torch.Tensor, caches: list[LucidCache] | None = None) -> torch.Tensor:
+        _check_tokens(tokens, self.cfg.vocab_size)
         T = tokens.shape[1]
         start = caches[0].length if caches else 0
         if start + T > self.cfg.max_len:
