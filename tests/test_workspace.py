@@ -376,6 +376,52 @@ def test_release_dry_run_changes_nothing():
     assert bad.returncode == 1 and "widen it first" in bad.stderr
 
 
+def _sibling_requirements(m) -> list[Requirement]:
+    reqs = [Requirement(d) for d in m.dependencies]
+    return [r for r in reqs if r.name in BY_NAME]
+
+
+PROVIDERS = sorted({r.name for m in MEMBERS for r in _sibling_requirements(m)})
+"""Members other members depend on (kernels, testing): their versions are what floors name."""
+
+API_HEADINGS = ("Added", "Changed", "Deprecated", "Removed")
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_a_sibling_others_depend_on_releases_its_api_changes_in_the_same_commit(name):
+    """Versioning rule (CONTRIBUTING.md, "Versions"): an API change to a member others depend on
+    bumps its version in the commit that makes it, so a dependent's floor can name the version
+    that introduced what it uses. Only fixes may wait under [Unreleased]."""
+    m = BY_NAME[name]
+    text = (m.path / "CHANGELOG.md").read_text()
+    section = text.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
+    waiting = [
+        h
+        for h, body in re.findall(r"^### (\w+)\n(.*?)(?=^### |\Z)", section, re.M | re.S)
+        if h in API_HEADINGS and re.search(r"^- ", body, re.M)
+    ]
+    assert not waiting, (
+        f"{name}: {waiting} entries wait under [Unreleased]: release them now "
+        f"(`uv run tools/release.py {name} X.Y.Z`) and raise the floors of the dependents "
+        "that use them"
+    )
+
+
+@pytest.mark.parametrize("m", MEMBERS, ids=lambda m: m.name)
+def test_sibling_floors_name_released_versions(m):
+    """A floor (``icml26-kernels>=0.3``) names a version the sibling released: its CHANGELOG has
+    that heading, so the floor tests can build it from its tag."""
+    for req in _sibling_requirements(m):
+        floors = [s.version for s in req.specifier if s.operator == ">="]
+        assert len(floors) == 1, f"{m.name}: {req} needs exactly one >= floor"
+        floor = Version(floors[0])
+        heading = f"## [{floor.major}.{floor.minor}.{floor.micro}]"
+        changelog = (BY_NAME[req.name].path / "CHANGELOG.md").read_text()
+        assert heading in changelog, (
+            f"{m.name}: {req} names {floor}, which {req.name} never released"
+        )
+
+
 @pytest.mark.parametrize("m", MEMBERS, ids=lambda m: m.name)
 def test_member_has_a_changelog_with_an_unreleased_section(m):
     text = (m.path / "CHANGELOG.md").read_text()

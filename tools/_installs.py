@@ -6,21 +6,25 @@
   the suite's contract. Siblings (icml26-kernels, ...) come from the freshly built wheels, never
   from an index.
 - ``lowest_copy``: a copy of the workspace locked with ``uv lock --resolution lowest-direct``, so
-  the members' tests run against the lowest versions their direct requirements admit.
+  the members' tests run against the lowest versions their direct requirements admit, with each
+  sibling others depend on at the source of its floor's release tag.
 """
 
 import importlib.util
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from _workspace import ROOT, Member
+from _workspace import ROOT, Member, members, requirement_name
 
 UV = os.environ.get("UV") or shutil.which("uv") or "uv"
 DEMO_TIMEOUT_S = 1200
@@ -250,8 +254,47 @@ def _quick_demo(m: Member, install: DemoInstall, venv: Path, tmp: Path, env, dev
     return problems
 
 
+def sibling_floors() -> dict[str, str]:
+    """{member others depend on: the highest floor any dependent names (X.Y.Z)}."""
+    names = {m.name: m for m in members()}
+    floors: dict[str, tuple[int, ...]] = {}
+    for m in names.values():
+        for dep in m.dependencies:
+            name = requirement_name(dep)
+            found = re.search(r">=\s*(\d+(?:\.\d+)*)", dep)
+            if name in names and found:
+                v = tuple(int(x) for x in found.group(1).split("."))
+                v = (*v, 0, 0, 0)[:3]
+                floors[name] = max(floors.get(name, v), v)
+    return {name: ".".join(map(str, v)) for name, v in sorted(floors.items())}
+
+
+def floor_sources(dest: Path, log: list[str]) -> None:
+    """In the copy at ``dest``, replace each member others depend on by the source of its floor's
+    release tag (``icml26-NAME-vX.Y.Z``, what ``tools/release.py`` tags), so the dependents' tests
+    run against what they claim to need, not against the sibling's newest code. A floor without
+    a tag keeps the current source, and the log says so."""
+    by_name = {m.name: m for m in members()}
+    for name, floor in sibling_floors().items():
+        tag = f"{name}-v{floor}"
+        rel = by_name[name].rel
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", f"refs/tags/{tag}", rel],
+            cwd=ROOT,
+            capture_output=True,
+        )
+        if archive.returncode != 0:
+            log.append(f"floor {name} {floor}: no tag {tag}, so its current source is tested")
+            continue
+        shutil.rmtree(dest / rel)
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(dest, filter="data")
+        log.append(f"floor {name} {floor}: the source of tag {tag}")
+
+
 def lowest_copy(dest: Path, log: list[str]) -> int:
-    """Copy the workspace's files (tracked and new, not ignored) to ``dest`` and lock it with the
+    """Copy the workspace's files (tracked and new, not ignored) to ``dest``, put each sibling
+    others depend on at its floor's tagged source (``floor_sources``), and lock the copy with the
     lowest versions the members' direct requirements admit. Returns uv's exit code."""
     files = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard", "-z"],
@@ -267,6 +310,7 @@ def lowest_copy(dest: Path, log: list[str]) -> int:
             shutil.copy2(src, target)
     # The resolution mode goes into the copy's configuration, not only the lock command: a
     # later `uv run --locked` compares the lock with the configured mode and refuses a mismatch.
+    floor_sources(dest, log)
     root = dest / "pyproject.toml"
     text = root.read_text()
     if "\n[tool.uv]\n" not in text:

@@ -14,7 +14,8 @@
    released version (``tools/reproduce.py --full --only NAME``, then ``--table``);
 4. builds the sdist and wheel (``uv build --package NAME``) into ``dist/NAME-X.Y.Z/`` and runs
    ``twine check`` on them;
-5. prints the tag to push (``icml26-NAME-vX.Y.Z``); the publish workflow builds and uploads
+5. copies them into the local index ``dist/index/`` (a flat folder of every release);
+6. prints the tag to push (``icml26-NAME-vX.Y.Z``); the publish workflow builds and uploads
    from that tag with PyPI's trusted publishing. Nothing is published from here.
 
 ``--dry-run`` runs the checks and prints every later step without changing anything.
@@ -41,6 +42,10 @@ from _workspace import ROOT, Member, members
 UV = os.environ.get("UV") or shutil.which("uv") or "uv"
 SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
 UNRELEASED = "## [Unreleased]"
+INDEX = ROOT / "dist" / "index"
+"""The local package index every release's wheel and sdist are copied to (a flat folder:
+``uv pip install --find-links dist/index icml26-NAME``, or ``[[tool.uv.index]]`` with
+``format = "flat"``)."""
 
 
 def check(m: Member, new: str, all_members: list[Member]) -> list[str]:
@@ -135,14 +140,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prefix}run: {line}")
         if args.dry_run:
             continue
-        # twine's file argument is a glob: expand it here (no shell)
+        # twine's file argument is a glob: expand it here (no shell), to the distributions only
+        # (uv build also writes a .gitignore into the folder)
         if cmd[-1].endswith("/*"):
-            cmd = [*cmd[:-1], *sorted(str(p) for p in Path(cmd[-1][:-2]).iterdir())]
+            cmd = [*cmd[:-1], *(str(p) for p in distributions(Path(cmd[-1][:-2])))]
         if subprocess.run(cmd, cwd=ROOT).returncode != 0:
             print(f"release stopped: `{line}` failed", file=sys.stderr)
             return 1
-    print(f"then tag it: git tag {tag} && git push origin {tag}")
+    built = ROOT / "dist" / f"{m.name}-{args.version}"
+    print(f"{prefix}copy the wheel and sdist to the local index {INDEX.relative_to(ROOT)}/")
+    if not args.dry_run:
+        INDEX.mkdir(parents=True, exist_ok=True)
+        for f in distributions(built):
+            shutil.copy2(f, INDEX / f.name)
+    print(f"then {prefix}tag it: git tag {tag} && git push origin {tag}")
     return 0
+
+
+def distributions(folder: Path) -> list[Path]:
+    """The wheel and sdist files in ``folder``."""
+    return sorted(p for p in folder.iterdir() if p.name.endswith((".whl", ".tar.gz")))
 
 
 if __name__ == "__main__":
