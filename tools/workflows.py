@@ -12,7 +12,7 @@
 - ``installs.yml``: every wheel installed outside the workspace with its README's extras running
   ``demo --quick``, and the lowest-direct tests.
 - ``gpu.yml``: ``tools/gpu_check.sh`` on a self-hosted CUDA runner (labels self-hosted, linux,
-  gpu), by hand or on pushes to main.
+  gpu), started by hand where such a runner is registered (pushes never queue it).
 - ``publish.yml``: on a tag ``icml26-<name>-vX.Y.Z`` (``tools/release.py`` prints it), builds
   that member, checks the tag against its version, and uploads it with PyPI trusted publishing.
 
@@ -168,9 +168,9 @@ jobs:
 def gpu_workflow() -> str:
     return f"""{_common("gpu")}
 # A self-hosted runner with a CUDA GPU and python with torch, triton and pytest (no uv needed).
+# Started by hand (Actions > gpu > Run workflow) where such a runner is registered: a push never
+# queues a job that no runner would take.
 on:
-  push:
-    branches: [main]
   workflow_dispatch:
 
 {PERMISSIONS}
