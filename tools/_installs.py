@@ -99,13 +99,17 @@ def runtime_siblings(m: Member, by_name: dict[str, Member]) -> list[Member]:
     return list(seen.values())
 
 
-def build_wheels(members: list[Member], dist: Path) -> dict[str, Path]:
-    """Build every member's wheel into ``dist``; {distribution name: wheel path}."""
-    subprocess.run(
-        [UV, "build", "--all-packages", "--wheel", "--out-dir", str(dist), "-q"],
-        cwd=ROOT,
-        check=True,
-    )
+def build_wheels(members: list[Member], dist: Path, every: bool = True) -> dict[str, Path]:
+    """Build the wheels of ``members`` into ``dist``; {distribution name: wheel path}. With
+    ``every`` one ``uv build --all-packages``, else one build per member (a per-package job
+    builds only its member and the siblings it needs)."""
+    builds = (
+        [["--all-packages"]] if every else [["--package", m.name] for m in members]
+    )  # fmt: skip
+    for which in builds:
+        subprocess.run(
+            [UV, "build", *which, "--wheel", "--out-dir", str(dist), "-q"], cwd=ROOT, check=True
+        )
     wheels = {}
     for m in members:
         found = list(dist.glob(f"{m.name.replace('-', '_')}-{m.version}-*.whl"))

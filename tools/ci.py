@@ -331,8 +331,13 @@ class _Jobs:
 
     def wheels(self, which: list[Member], all_members, by_name, envs: Path) -> None:
         dist = envs / "dist"
-        print(f"\n$ {UV} build --all-packages --wheel --out-dir {dist}", flush=True)
-        wheels = _installs.build_wheels(all_members, dist)
+        every = len(which) == len(all_members)
+        needed = {m.name: m for m in which}
+        for m in which:
+            needed |= {s.name: s for s in _installs.runtime_siblings(m, by_name)}
+        built = all_members if every else list(needed.values())
+        print(f"\n$ {UV} build --wheel --out-dir {dist}: {len(built)} members", flush=True)
+        wheels = _installs.build_wheels(built, dist, every)
         for m in which:
             siblings = _installs.runtime_siblings(m, by_name)
             for inst in _installs.demo_installs(m):
