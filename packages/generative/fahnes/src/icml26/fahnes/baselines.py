@@ -26,7 +26,7 @@ from torch import nn
 
 from icml26.fahnes.diffusion import Schedule
 from icml26.fahnes.hypergraph import Hypergraph
-from icml26.fahnes.model import draw_edge_budget, node_counts, save_folder
+from icml26.fahnes.model import check_counts, draw_edge_budget, node_counts, save_folder
 from icml26.fahnes.nets import Denoiser, mlp
 
 __all__ = ["FlatConfig", "FlatModel", "erdos_renyi_like"]
@@ -67,6 +67,9 @@ class FlatConfig:
     hidden: int = 32
     layers: int = 3
     diffusion_steps: int = 10
+
+    def __post_init__(self) -> None:
+        check_counts(self, ("hidden", "layers", "diffusion_steps"))
 
 
 @dataclass

@@ -120,7 +120,10 @@ def sample_cli(cfg: SampleCli) -> None:
     meta = cfg.model / "config.json"
     if not meta.is_file():
         raise FileNotFoundError(f"{cfg.model} holds no config.json: train a model first")
-    flat = "edge_prior" in json.loads(meta.read_text())["stats"]
+    try:
+        flat = "edge_prior" in json.loads(meta.read_text())["stats"]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{meta}: not a model config ({type(e).__name__}: {e})") from None
     model = (FlatModel if flat else FahnesModel).from_pretrained(cfg.model)
     hgs = model.sample_hypergraphs(cfg.n, cfg.num_samples, seed=cfg.seed)
     doc = [
@@ -146,7 +149,7 @@ COMMANDS = {
     "sample": (SampleCli, sample_cli),
     "bench": (BenchConfig, run_bench),
 }
-ERRORS = (ValueError, FileNotFoundError)
+ERRORS = (ValueError, TypeError, OSError)
 """The exceptions that end as one line and exit 2 (a mistake the user can fix)."""
 
 

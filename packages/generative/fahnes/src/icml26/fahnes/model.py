@@ -70,6 +70,24 @@ class FahnesConfig:
     clean_fraction: float = 0.5
     """Share of training examples shown clean (t = 0), as the budget / count passes see them."""
 
+    def __post_init__(self) -> None:
+        check_counts(self, ("hidden", "layers", "diffusion_steps", "sequences", "spectral_k"))
+        lo, hi = self.reduction
+        if not 0 < lo <= hi < 1:
+            raise ValueError(
+                f"reduction must be (lo, hi) with 0 < lo <= hi < 1, got {self.reduction}"
+            )
+        if not 0 <= self.clean_fraction <= 1:
+            raise ValueError(f"clean_fraction must lie in [0, 1], got {self.clean_fraction!r}")
+
+
+def check_counts(cfg, names: tuple[str, ...], minimum: int = 1) -> None:
+    """The config's ``names`` are ints >= ``minimum``; a ValueError naming the first that is not."""
+    for name in names:
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            raise ValueError(f"{type(cfg).__name__}.{name} must be an int >= {minimum}, got {v!r}")
+
 
 @dataclass
 class _Stats:
@@ -563,10 +581,16 @@ class FahnesModel(nn.Module):
         path = Path(path)
         if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():
             raise FileNotFoundError(f"{path} needs config.json and model.safetensors")
-        meta = json.loads((path / "config.json").read_text())
-        c = meta["config"]
-        c["reduction"] = tuple(c["reduction"])
-        model = cls(FahnesConfig(**c), _Stats(**meta["stats"]))
+        try:
+            meta = json.loads((path / "config.json").read_text())
+            c = meta["config"]
+            c["reduction"] = tuple(c["reduction"])
+            config, stats = FahnesConfig(**c), _Stats(**meta["stats"])
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ValueError(
+                f"{path / 'config.json'}: not a FahnesModel config ({type(e).__name__}: {e})"
+            ) from None
+        model = cls(config, stats)
         model.load_state_dict(load_file(path / "model.safetensors"))
         return model
 

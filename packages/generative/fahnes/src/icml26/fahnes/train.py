@@ -34,6 +34,14 @@ class FitConfig:
     save_every: int = 0
     """Steps between checkpoints (0: none)."""
 
+    def __post_init__(self) -> None:
+        for name, minimum in (("steps", 1), ("batch", 1), ("eval_every", 0), ("save_every", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+                raise ValueError(f"FitConfig.{name} must be an int >= {minimum}, got {v!r}")
+        if not self.lr > 0:
+            raise ValueError(f"FitConfig.lr must be > 0, got {self.lr!r}")
+
 
 def _val_loss(model, examples, seed: int) -> float:
     """Mean loss over the validation examples at fixed noise draws (comparable across steps)."""
