@@ -381,9 +381,13 @@ class MPNNPolicy(nn.Module):
         if not cfg_path.is_file():
             raise ValueError(f"{directory}: no config.json (not a folder written by "
                              "save_pretrained)")  # fmt: skip
-        config = json.loads(cfg_path.read_text())
+        try:
+            config = json.loads(cfg_path.read_text())
+            layers = int(config["trainable_layers"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{cfg_path}: not a policy config ({type(e).__name__}: {e})") from None
         policy = cls.from_package(config.get("weights", "v_48_020"), config.get("kind", "vanilla"),
-                                  trainable_layers=int(config["trainable_layers"]))  # fmt: skip
+                                  trainable_layers=layers)  # fmt: skip
         policy.meta.update({k: v for k, v in config.items() if k != "trainable_layers"})
         state = load_file(directory / "policy.safetensors")
         missing = set(policy.trainable_state_dict()) - set(state)

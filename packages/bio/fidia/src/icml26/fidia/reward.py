@@ -36,6 +36,14 @@ HYDROPHOBIC = "AILMFVW"
 POSITIVE, NEGATIVE = "KR", "DE"
 
 
+def _check_backbone(backbone) -> None:
+    if not isinstance(backbone, Backbone):
+        raise TypeError(
+            f"backbone must be a Backbone (load_backbone, example_backbone), got "
+            f"{type(backbone).__name__}"
+        )
+
+
 @dataclass(frozen=True)
 class RewardOutput:
     """Rewards of n sequences and what they are made of.
@@ -62,6 +70,7 @@ class DesignabilityProxy:
                  orders: int = 1, seed: int = 0, device: str = "cpu"):  # fmt: skip
         from icml26.fidia.policy import MPNNPolicy
 
+        _check_backbone(backbone)
         if orders < 1:
             raise ValueError(f"orders must be >= 1, got {orders}")
         self.backbone = backbone
@@ -153,6 +162,7 @@ class CompositeReward:
         weights: tuple[float, float, float] = (1.0, 0.5, 0.0),
         device: str = "cpu",
     ):
+        _check_backbone(backbone)
         L = len(backbone)
         self.backbone = backbone
         self.fixed = tuple(int(i) for i in fixed)
