@@ -64,3 +64,9 @@ def test_adapters_name_bad_pipes_images_and_configs():
     assert_rejects(lambda: flux_mu(0, {}), "image_seq_len")
     assert_rejects(lambda: flux_mu(256, None), "config")
     assert_rejects(lambda: digits_images("gpu0"), "device")
+
+
+def test_unet_names_a_latent_size_it_cannot_build():
+    assert_rejects(lambda: unet("tiny", 0), "sample_size")
+    assert_rejects(lambda: unet("tiny", 7), ["sample_size", "multiple of 2"])
+    assert_rejects(lambda: unet("tiny", 8, channels=0), "channels")

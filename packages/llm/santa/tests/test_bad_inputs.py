@@ -98,3 +98,8 @@ def test_the_attention_hook_and_model_helpers_name_bad_inputs(model):
     q, k = torch.randn(1, 2, 1, 8), torch.randn(1, 2, 5, 4)
     assert_rejects(lambda: santa_attention_forward(attn, q, k, k, None), "head dim")
     assert "lambda" in python_docs_text()  # offline text, no input to get wrong
+
+
+def test_tiny_llama_names_bad_sizes():
+    assert_rejects(lambda: tiny_llama(layers=0), "layers")
+    assert_rejects(lambda: tiny_llama(heads=3, kv_heads=2), ["heads", "kv_heads"])

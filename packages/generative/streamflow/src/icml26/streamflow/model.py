@@ -23,6 +23,13 @@ def unet(
     (initialised on the CPU, so a seed gives the same weights everywhere)."""
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
+    for name, v in (("sample_size", sample_size), ("channels", channels)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    levels = len(SIZES[size]["block_out_channels"])
+    if sample_size % 2 ** (levels - 1):
+        raise ValueError(f"sample_size must be a multiple of {2 ** (levels - 1)} for the "
+                         f"{size!r} UNet ({levels} levels), got {sample_size}")  # fmt: skip
     torch.manual_seed(seed)
     return (
         UNet2DModel(

@@ -56,6 +56,13 @@ def tiny_llama(
     the CPU, so a seed gives the same weights on every device)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    sizes = {"layers": layers, "heads": heads, "kv_heads": kv_heads, "dim": dim, "vocab": vocab}
+    for name, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if heads % kv_heads or dim % heads:
+        raise ValueError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads}) and "
+                         f"dim ({dim}) of heads")  # fmt: skip
     torch.manual_seed(seed)
     cfg = LlamaConfig(
         vocab_size=vocab,
