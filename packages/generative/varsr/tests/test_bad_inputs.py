@@ -158,3 +158,11 @@ def test_loaders_name_bad_sizes_and_images_that_do_not_ship():
     assert_rejects(lambda: load_image("nope"), "nope")
     assert_rejects(lambda: load_image("download_all"), "download_all")  # not an image
     assert_rejects(lambda: load_image("sklearn:nope.jpg"), "nope.jpg")
+
+
+def test_configs_and_models_name_bad_sizes_and_parts():
+    assert_rejects(lambda: TokenizerConfig(channels=0), "channels")
+    assert_rejects(lambda: VARConfig(d_model=-1), "d_model")
+    assert_rejects(lambda: MultiScaleRQ("x"), "TokenizerConfig")
+    assert_rejects(lambda: VARTransformer("tok"), "MultiScaleRQ")
+    assert_rejects(lambda: VARTransformer(MultiScaleRQ(), {"d_model": 64}), "VARConfig")

@@ -161,7 +161,7 @@ COMMANDS = {
     "upscale": (UpscaleCli, upscale_cli),
     "bench": (BenchConfig, run_bench),
 }
-ERRORS = (ValueError, FileNotFoundError)
+ERRORS = (ValueError, TypeError, OSError)
 """The exceptions that end as one line and exit 2 (a mistake the user can fix)."""
 
 

@@ -52,6 +52,9 @@ class TokenizerConfig:
     beta: float = 0.25
     """Commitment weight."""
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
         s = self.scales
         if not s or list(s) != sorted(set(s)) or s[0] < 1:
@@ -61,8 +64,10 @@ class TokenizerConfig:
                              f"x4 / x2 prefixes, got {s}")  # fmt: skip
         if self.down < 1 or self.down & (self.down - 1):
             raise ValueError(f"down must be a power of 2, got {self.down}")
-        if min(self.channels, self.latent, self.codebook) < 1:
-            raise ValueError("channels, latent and codebook must be >= 1")
+        for name in ("channels", "latent", "codebook"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
 
 
 class ResBlock(nn.Module):
@@ -99,6 +104,8 @@ class MultiScaleRQ(nn.Module):
 
     def __init__(self, cfg: TokenizerConfig | None = None):
         super().__init__()
+        if cfg is not None and not isinstance(cfg, TokenizerConfig):
+            raise TypeError(f"cfg must be a TokenizerConfig or None, got {type(cfg).__name__}")
         self.cfg = cfg = cfg or TokenizerConfig()
         cfg.check()
         c, z = cfg.channels, cfg.latent

@@ -35,7 +35,14 @@ class VARConfig:
     """Leading scales taken from the LR image's own tokens; None: every scale up to side h/4,
     i.e. all the tokens a HIT tokenizer gives the x4-downsampled image (0 for plain RQ)."""
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
+        for name in ("d_model", "n_layer", "n_head"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
         if self.d_model % self.n_head:
             raise ValueError(
                 f"d_model ({self.d_model}) must be a multiple of n_head ({self.n_head})"
@@ -75,6 +82,10 @@ class VARTransformer(nn.Module):
 
     def __init__(self, tokenizer: MultiScaleRQ, cfg: VARConfig | None = None):
         super().__init__()
+        if not isinstance(tokenizer, MultiScaleRQ):
+            raise TypeError(f"tokenizer must be a MultiScaleRQ, got {type(tokenizer).__name__}")
+        if cfg is not None and not isinstance(cfg, VARConfig):
+            raise TypeError(f"cfg must be a VARConfig or None, got {type(cfg).__name__}")
         self.cfg = cfg = cfg or VARConfig()
         cfg.check()
         self.scales = tokenizer.cfg.scales
