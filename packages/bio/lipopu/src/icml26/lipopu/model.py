@@ -114,6 +114,10 @@ class PocketAttentionMIL(nn.Module):
 
     def __init__(self, config: PocketModelConfig | None = None):
         super().__init__()
+        if config is not None and not isinstance(config, PocketModelConfig):
+            raise TypeError(
+                f"config must be a PocketModelConfig or None, got {type(config).__name__}"
+            )
         self.config = config = config or PocketModelConfig()
         width = 0
         if config.use_bag:
@@ -202,10 +206,11 @@ class PocketAttentionMIL(nn.Module):
         for name in ("config.json", "model.safetensors"):
             if not (directory / name).is_file():
                 raise ValueError(f"{directory}: no {name} (save with save_pretrained)")
-        meta = json.loads((directory / "config.json").read_text())
         try:
-            config = PocketModelConfig(**meta["model"])
-        except (KeyError, TypeError) as e:
+            config = PocketModelConfig(
+                **json.loads((directory / "config.json").read_text())["model"]
+            )
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
             raise ValueError(
                 f"{directory / 'config.json'}: not a PocketAttentionMIL config ({e})"
             ) from None
