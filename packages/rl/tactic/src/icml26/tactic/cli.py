@@ -107,7 +107,7 @@ COMMANDS = {
     "evaluate": (EvaluateCli, evaluate_cli),
     "bench": (BenchConfig, run_bench),
 }
-ERRORS = (ValueError, FileNotFoundError, ImportError)
+ERRORS = (ValueError, TypeError, OSError, ImportError)
 """The exceptions that end as one line and exit 2 (a mistake the user can fix)."""
 
 
