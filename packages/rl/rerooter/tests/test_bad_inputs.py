@@ -125,3 +125,29 @@ def test_searches_and_training_name_arguments_of_the_wrong_kind(level):
     assert callable(ev) and Evaluator is not None  # the evaluator protocol: (env, states) -> ...
     tree = SearchTree()
     assert tree.states == [] and MixedRerooter().u_a == 1.0  # a record the search fills
+
+
+def _garbled_folder(tmp_path, *names):
+    """A checkpoint folder whose config.json is not JSON (and empty files beside it)."""
+    (tmp_path / "config.json").write_text("{not json")
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    return tmp_path
+
+
+def test_the_net_names_a_garbled_config(tmp_path):
+    from icml26.rerooter import TwoHeadedConvNet
+
+    folder = _garbled_folder(tmp_path, "model.safetensors")
+    assert_rejects(lambda: TwoHeadedConvNet.from_pretrained(folder), "config.json")
+
+
+def test_every_search_names_an_evaluator_whose_log_policy_is_unnormalised(level):
+    """Through the public searches, not only the check they share."""
+
+    def zeros(env, states):  # log pi = 0: probabilities summing to the number of actions
+        return np.zeros((len(states), env.num_actions)), np.zeros(len(states))
+
+    for search in (lts, phs_star):
+        assert_rejects(lambda s=search: s(level, zeros, 50), "log_pi")
+    assert_rejects(lambda: sqrt_lts(level, zeros, HeuristicRerooter(), 50), "log_pi")

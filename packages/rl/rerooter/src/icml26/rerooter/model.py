@@ -97,7 +97,10 @@ class TwoHeadedConvNet(nn.Module):
             raise ValueError(
                 f"{str(directory)!r} has no config.json + model.safetensors checkpoint"
             )
-        cfg = ConvNetConfig(**json.loads(cfg_path.read_text()))
+        try:
+            cfg = ConvNetConfig(**json.loads(cfg_path.read_text()))
+        except (json.JSONDecodeError, TypeError) as e:
+            raise ValueError(f"{cfg_path}: not a ConvNetConfig ({type(e).__name__}: {e})") from None
         net = cls(cfg)
         net.load_state_dict(load_file(w_path))
         return net
