@@ -140,6 +140,19 @@ def test_dispatch_runs_the_chosen_subcommand_and_turns_value_errors_into_exit_2(
     assert seen[-1] == Other(7)
 
 
+
+@pytest.mark.parametrize(
+    "error", [TypeError("x must be a tensor"), FileNotFoundError("no such file: x.pt")]
+)
+def test_dispatch_turns_type_and_file_errors_into_one_line_and_exit_2(error, capsys):
+    def run(cfg):
+        raise error
+
+    assert dispatch("icml26-x", "one", {"demo": (Other, run)}, []) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"icml26-x: error: {error}"]
+
+
 def test_timers_take_the_best_and_the_median_and_refuse_no_repeats():
     calls = []
     assert best_time(lambda: calls.append(1), repeats=3, warmup=2) >= 0

@@ -51,11 +51,12 @@ def dispatch(
     commands: dict[str, tuple[type, Callable[[Any], Any]]],
     argv: Sequence[str] | None = None,
     *,
-    errors: tuple[type[BaseException], ...] = (ValueError,),
+    errors: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError),
 ) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``) into one of ``commands``' configs, run its
     function, and return the exit code: 0, or 2 after printing the message of one of ``errors``
-    (the mistakes a user can fix: a bad flag value, a missing file)."""
+    in one line (the mistakes a user can fix: a bad value or kind of input, a missing or
+    unreadable file), never a traceback."""
     try:
         import tyro  # every method package depends on tyro; this toolkit stays stdlib-only
     except ImportError as e:  # pragma: no cover - a package without tyro has no CLI
