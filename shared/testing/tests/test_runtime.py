@@ -140,7 +140,6 @@ def test_dispatch_runs_the_chosen_subcommand_and_turns_value_errors_into_exit_2(
     assert seen[-1] == Other(7)
 
 
-
 @pytest.mark.parametrize(
     "error", [TypeError("x must be a tensor"), FileNotFoundError("no such file: x.pt")]
 )
