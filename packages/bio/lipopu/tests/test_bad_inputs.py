@@ -19,7 +19,6 @@ RETURNED = {
     "FitResult": "fit returns it",
     "MILOutput": "the model returns it",
     "PocketPrediction": "score_pockets returns it",
-    "PocketTable": "load_slipp and synthetic_cohort return it",
     "Split": "grouped_split returns it",
 }
 """Public names a user receives rather than builds (records the package returns): no input."""
@@ -152,3 +151,19 @@ def test_the_model_names_a_config_of_the_wrong_kind_and_a_garbled_one(tmp_path):
     assert_rejects(lambda: PocketAttentionMIL("x"), "PocketModelConfig")
     folder = _garbled_folder(tmp_path, "model.safetensors")
     assert_rejects(lambda: PocketAttentionMIL.from_pretrained(folder), "config.json")
+
+
+def test_a_pocket_table_names_missing_descriptors_and_bad_counts():
+    from icml26.lipopu import PocketTable
+
+    def table(descriptors=None, composition=None):
+        d = np.zeros((3, 17)) if descriptors is None else descriptors
+        c = np.zeros((3, 20), dtype=np.int64) if composition is None else composition
+        return PocketTable(d, c, np.array(["1abc"] * 3), np.array(["CLR", "none", "none"]))
+
+    table()  # a well-formed table builds
+    nan = np.zeros((3, 17))
+    nan[1, 4] = np.nan
+    assert_rejects(lambda: table(descriptors=nan), ["descriptors", "NaN"])
+    assert_rejects(lambda: table(descriptors=np.zeros((3, 5))), "descriptors")
+    assert_rejects(lambda: table(composition=-np.ones((3, 20))), "composition")

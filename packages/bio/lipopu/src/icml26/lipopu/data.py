@@ -52,7 +52,20 @@ class PocketTable:
     category: np.ndarray = field(init=False)
 
     def __post_init__(self):
-        n = len(self.descriptors)
+        d, c = np.asarray(self.descriptors), np.asarray(self.composition)
+        n = len(d)
+        if d.shape != (n, len(DESCRIPTORS)) or not np.issubdtype(d.dtype, np.number):
+            raise ValueError(f"descriptors must be numbers of shape (N, {len(DESCRIPTORS)}), got "
+                             f"{d.dtype} {d.shape}")  # fmt: skip
+        if not np.isfinite(d).all():
+            raise ValueError("descriptors contain NaN or inf: impute or drop those pockets")
+        if (
+            c.shape != (n, len(AMINO_ACIDS))
+            or not np.issubdtype(c.dtype, np.number)
+            or (c < 0).any()
+        ):
+            raise ValueError(f"composition must be non-negative residue counts of shape (N, "
+                             f"{len(AMINO_ACIDS)}), got {c.dtype} {c.shape}")  # fmt: skip
         for name in ("composition", "protein", "ligand"):
             if len(getattr(self, name)) != n:
                 raise ValueError(f"{name} has {len(getattr(self, name))} rows, descriptors {n}")
