@@ -101,18 +101,12 @@ def test_backbones_tasks_policies_and_training_name_bad_values():
     assert_rejects(lambda: train("policy", [], TrainConfig()), "policy")
 
 
-def _garbled_folder(tmp_path, *names):
-    """A checkpoint folder whose config.json is not JSON (and empty files beside it)."""
-    (tmp_path / "config.json").write_text("{not json")
-    for name in names:
-        (tmp_path / name).write_bytes(b"")
-    return tmp_path
-
-
 def test_rewards_name_what_is_not_a_backbone_and_policies_a_garbled_config(tmp_path):
     from icml26.fidia import MPNNPolicy
 
     assert_rejects(lambda: DesignabilityProxy("x"), "Backbone")
     assert_rejects(lambda: CompositeReward("x"), "Backbone")
-    folder = _garbled_folder(tmp_path, "policy.safetensors")
+    folder = tmp_path
+    (folder / "config.json").write_text("{not json")  # a garbled config
+    (folder / "policy.safetensors").write_bytes(b"")
     assert_rejects(lambda: MPNNPolicy.from_pretrained(folder), "config.json")

@@ -137,19 +137,13 @@ def test_structures_checkpoints_and_fits_name_what_is_wrong(tmp_path):
     assert residues.labels() == ["ALA1:A"]  # a record residue_bag returns
 
 
-def _garbled_folder(tmp_path, *names):
-    """A checkpoint folder whose config.json is not JSON (and empty files beside it)."""
-    (tmp_path / "config.json").write_text("{not json")
-    for name in names:
-        (tmp_path / name).write_bytes(b"")
-    return tmp_path
-
-
 def test_the_model_names_a_config_of_the_wrong_kind_and_a_garbled_one(tmp_path):
     from icml26.lipopu import PocketAttentionMIL
 
     assert_rejects(lambda: PocketAttentionMIL("x"), "PocketModelConfig")
-    folder = _garbled_folder(tmp_path, "model.safetensors")
+    folder = tmp_path
+    (folder / "config.json").write_text("{not json")  # a garbled config
+    (folder / "model.safetensors").write_bytes(b"")
     assert_rejects(lambda: PocketAttentionMIL.from_pretrained(folder), "config.json")
 
 

@@ -90,14 +90,6 @@ def test_coarsening_names_a_bad_graph_reduction_level_or_counts():
     assert_rejects(lambda: expand(hg, torch.zeros(hg.num_nodes, dtype=torch.long), ones), "counts")
 
 
-def _garbled_folder(tmp_path, *names):
-    """A checkpoint folder whose config.json is not JSON (and empty files beside it)."""
-    (tmp_path / "config.json").write_text("{not json")
-    for name in names:
-        (tmp_path / name).write_bytes(b"")
-    return tmp_path
-
-
 def test_configs_name_sizes_that_build_no_network(tmp_path):
     from icml26.fahnes import FahnesConfig, FahnesModel, FitConfig, FlatConfig
 
@@ -107,7 +99,9 @@ def test_configs_name_sizes_that_build_no_network(tmp_path):
     assert_rejects(lambda: FitConfig(steps=-1), "steps")
     assert_rejects(lambda: FitConfig(batch=0), "batch")
     assert_rejects(lambda: FitConfig(lr=0.0), "lr")
-    folder = _garbled_folder(tmp_path, "model.safetensors")
+    folder = tmp_path
+    (folder / "config.json").write_text("{not json")  # a garbled config
+    (folder / "model.safetensors").write_bytes(b"")
     assert_rejects(lambda: FahnesModel.from_pretrained(folder), "config.json")
 
 
@@ -115,7 +109,8 @@ def test_sample_names_a_garbled_model_config_in_one_line(tmp_path, capsys):
     from icml26.fahnes.cli import main
 
     (tmp_path / "model").mkdir()
-    folder = _garbled_folder(tmp_path / "model")
+    folder = tmp_path / "model"
+    (folder / "config.json").write_text("{not json")  # a garbled config
     args = ["sample", str(folder), str(tmp_path / "s.json")]
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -127,18 +127,12 @@ def test_searches_and_training_name_arguments_of_the_wrong_kind(level):
     assert tree.states == [] and MixedRerooter().u_a == 1.0  # a record the search fills
 
 
-def _garbled_folder(tmp_path, *names):
-    """A checkpoint folder whose config.json is not JSON (and empty files beside it)."""
-    (tmp_path / "config.json").write_text("{not json")
-    for name in names:
-        (tmp_path / name).write_bytes(b"")
-    return tmp_path
-
-
 def test_the_net_names_a_garbled_config(tmp_path):
     from icml26.rerooter import TwoHeadedConvNet
 
-    folder = _garbled_folder(tmp_path, "model.safetensors")
+    folder = tmp_path
+    (folder / "config.json").write_text("{not json")  # a garbled config
+    (folder / "model.safetensors").write_bytes(b"")
     assert_rejects(lambda: TwoHeadedConvNet.from_pretrained(folder), "config.json")
 
 
