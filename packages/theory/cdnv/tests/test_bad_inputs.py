@@ -115,6 +115,7 @@ def test_decision_axes_monitors_and_generators_name_bad_values():
 def test_encoders_loaders_and_training_name_bad_values():
     assert_rejects(lambda: C.SmallCNN(0), "in_channels")
     assert_rejects(lambda: C.SmallCNN(1, (4,), 0), "out_dim")
+    assert_rejects(lambda: C.SmallCNN(1, (4,), 8, image_size=0), "image_size")
     assert_rejects(lambda: C.projector(0), "in_dim")
     for load in (C.load_digits_images, C.load_mnist_images):
         assert_rejects(lambda f=load: f("gpu0"), "device")
@@ -127,3 +128,8 @@ def test_encoders_loaders_and_training_name_bad_values():
     assert_rejects(lambda: C.train_ssl(enc, head, views, 20, "byol"), "objective")
     assert_rejects(lambda: C.train_ssl(enc, head, views, 0), "n_samples")
     assert_rejects(lambda: C.train_ssl(enc, head, views, 20, lr=-1.0), "lr")
+    y = torch.arange(20) % 2
+    assert_rejects(lambda: C.train_supervised(enc, x, y[:5]), "labels")
+    assert_rejects(lambda: C.train_supervised(enc, x, torch.zeros(20)), "2 classes")
+    assert_rejects(lambda: C.train_supervised(enc, x.numpy(), y), "tensors")
+    assert_rejects(lambda: C.train_supervised(enc, x, y, lr=0.0), "lr")

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from icml26.cdnv.baselines import raw_pixels, untrained_features, whiten
+from icml26.cdnv.baselines import oracle_lda, raw_pixels, untrained_features, whiten
 
 
 def test_whitened_rows_have_identity_covariance():
@@ -23,6 +23,17 @@ def test_raw_pixels_flattens_and_untrained_features_restore_the_mode():
     assert enc.training and not a.requires_grad
 
 
+def test_oracle_lda_separates_the_classes_it_was_fitted_on():
+    g = torch.Generator().manual_seed(0)
+    labels = torch.arange(4).repeat_interleave(50)
+    x = torch.randn(200, 30, generator=g) + 6.0 * torch.nn.functional.one_hot(labels, 30)
+    z = oracle_lda(x, labels)
+    assert z.shape == (200, 3) and z.dtype == x.dtype
+    means = torch.stack([z[labels == c].mean(0) for c in range(4)])
+    nearest = torch.cdist(z, means).argmin(1)
+    assert (nearest == labels).float().mean() > 0.95
+
+
 @pytest.mark.parametrize(
     "call",
     [
@@ -30,8 +41,10 @@ def test_raw_pixels_flattens_and_untrained_features_restore_the_mode():
         lambda: raw_pixels([[0.0]]),
         lambda: whiten(torch.zeros(1, 3)),
         lambda: whiten(torch.tensor([[0.0, float("nan")], [1.0, 2.0]])),
+        lambda: oracle_lda(torch.zeros(3), torch.zeros(3)),
+        lambda: oracle_lda(torch.zeros(4, 2), torch.zeros(3)),
     ],
 )
 def test_bad_inputs_are_named(call):
-    with pytest.raises(ValueError, match=r"x|images"):
+    with pytest.raises(ValueError, match=r"x|images|features|labels"):
         call()

@@ -6,7 +6,7 @@ import torch
 
 from icml26.cdnv.cli import main
 from icml26.cdnv.study import DemoConfig
-from icml26.cdnv.verdict import CLAIMS, verdict
+from icml26.cdnv.verdict import CLAIMS, ORACLE, verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 
@@ -39,7 +39,8 @@ def test_quick_demo_writes_valid_results(tmp_path):
         for t in x["fewshot"].values():
             assert all(b >= e for e, b in zip(t["error"], t["bound (authors)"], strict=True))
             assert all(0 <= b <= 1 for b in t["bound (ours)"])
-    assert {x["encoder"] for x in results["nulls"]} == {"random encoder", "raw pixels"}
+    assert {x["encoder"] for x in results["nulls"]} == {"random encoder", "raw pixels", ORACLE}
+    assert {x["encoder"] for x in results["runs"]} == {*results["objectives"], "supervised"}
 
 
 def test_default_device_keeps_the_default_command():

@@ -8,6 +8,7 @@ from icml26.cdnv import (
     ImageAugment,
     MLPEncoder,
     MultitaskGenerator,
+    SmallCNN,
     StreamingClassStats,
     barlow_twins_loss,
     class_stats,
@@ -15,6 +16,7 @@ from icml26.cdnv import (
     projector,
     simclr_loss,
     train_ssl,
+    train_supervised,
     vicreg_loss,
 )
 from icml26.testing import run_distributed
@@ -66,6 +68,23 @@ def test_ssl_training_lowers_the_loss_and_the_monitor_records():
     assert 0 <= row["5-shot error"] <= row["5-shot bound"] <= 1
     with pytest.raises(ValueError, match="objective"):
         train_ssl(enc, projector(16), views, len(x), "byol", epochs=1)
+
+
+def test_supervised_training_fits_the_source_classes_with_a_flattening_cnn():
+    x, y = load_digits_images()
+    x, y = x[:400], y[:400] + 3  # any label values: the head sees them as 0..C-1
+    torch.manual_seed(0)
+    enc = SmallCNN(1, (8, 16), 16, image_size=8)
+    assert enc(x[:2]).shape == (2, 16)
+    seen = []
+    losses = train_supervised(
+        enc, x, y, epochs=4, batch_size=32, lr=5e-3, augment=ImageAugment(),
+        on_epoch_end=lambda e, ep: seen.append(ep), progress=False,
+    )  # fmt: skip
+    assert losses[-1] < 0.75 * losses[0] and seen == list(range(5))
+    assert isinstance(enc.net[-1], torch.nn.Linear) and enc.net[-1].in_features == 16 * 4 * 4
+    with pytest.raises(ValueError, match="flattens 8x8"):
+        enc(torch.zeros(2, 1, 28, 28))
 
 
 def test_multitask_generator_labelings_are_independent_and_balanced():

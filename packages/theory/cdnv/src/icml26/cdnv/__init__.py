@@ -29,7 +29,7 @@ from icml26.cdnv.ssl import (
     vicreg_loss,
 )
 from icml26.cdnv.stats import ClassStats, StreamingClassStats, class_stats, exact_class_stats
-from icml26.cdnv.train import train_ssl
+from icml26.cdnv.train import train_ssl, train_supervised
 from icml26.testing.results import package_version
 
 # The version lives in pyproject.toml only (installed metadata, or the source tree's file).
@@ -61,5 +61,6 @@ __all__ = [
     "projector",
     "simclr_loss",
     "train_ssl",
+    "train_supervised",
     "vicreg_loss",
 ]

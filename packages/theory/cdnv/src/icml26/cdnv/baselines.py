@@ -3,7 +3,9 @@
 An encoder's V~ d / V or few-shot error means something only next to what the same measurement
 gives without learning: the raw pixels, the same network at its seeded initialisation (the
 random encoder: architecture alone), and, for the multitask decision axes, the whitened input
-(the simplest linear map that untangles correlated directions).
+(the simplest linear map that untangles correlated directions). ``oracle_lda`` is the other
+end: the held-out classes' own discriminant axes, the near-perfect representation a rule about
+transfer must accept.
 """
 
 import torch
@@ -42,3 +44,21 @@ def whiten(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
 
 def _describe(x) -> str:
     return f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def oracle_lda(features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Features projected on the (C - 1) discriminant axes of linear discriminant analysis fitted
+    on ``labels`` themselves (scikit-learn, eigen solver with Ledoit-Wolf shrinkage): a
+    near-perfect representation of these classes, which no transfer encoder could build without
+    their labels. A rule about "features that transfer" must pass it."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    if not isinstance(features, torch.Tensor) or features.ndim != 2 or len(features) < 2:
+        raise ValueError(f"features: expected a tensor of shape (n >= 2, d), got "
+                         f"{_describe(features)}")  # fmt: skip
+    if not isinstance(labels, torch.Tensor) or labels.shape != features.shape[:1]:
+        raise ValueError(f"labels: expected a tensor of shape ({len(features)},), got "
+                         f"{_describe(labels)}")  # fmt: skip
+    x, y = features.detach().cpu().double().numpy(), labels.cpu().numpy()
+    lda = LinearDiscriminantAnalysis(solver="eigen", shrinkage="auto").fit(x, y)
+    return torch.tensor(lda.transform(x), dtype=features.dtype, device=features.device)

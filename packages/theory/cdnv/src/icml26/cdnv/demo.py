@@ -7,13 +7,14 @@ import time
 from pathlib import Path
 
 from icml26.cdnv.study import DemoConfig, experiment
-from icml26.cdnv.verdict import _five_shot, _points, interval, verdict
+from icml26.cdnv.verdict import ORACLE, _five_shot, _points, interval, random_direction_cos, verdict
 from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
 
 PACKAGE = "icml26-cdnv"
 
 
-NULLS = ("random encoder", "raw pixels")
+NULLS = ("random encoder", "raw pixels", ORACLE)
+"""The reference rows of every dataset: the nulls and the near-perfect oracle."""
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -26,7 +27,7 @@ def _mean_over_seeds(rows: list, key) -> float:
 def _metrics(r: dict) -> dict:
     method, baseline = {}, {}
     for d in r["datasets"]:
-        for enc in [*r["objectives"], *NULLS]:
+        for enc in [*r["objectives"], *r.get("references", []), *NULLS]:
             rows = [x for x in r["runs"] + r["nulls"] if x["dataset"] == d and x["encoder"] == enc]
             group = method if enc in r["objectives"] else baseline
             group[f"(a) {d} {enc} V~ d / V"] = _mean_over_seeds(rows, lambda x: x["V~ d / V"])
@@ -58,15 +59,13 @@ def _headline(r: dict) -> str:
     parts = []
     for d in r["datasets"]:
         rows = [x for x in r["runs"] + r["nulls"] if x["dataset"] == d]
-        ratio = {
-            e: interval([x["V~ d / V"] for x in rows if x["encoder"] == e])[0]
-            for e in [*r["objectives"], *NULLS]
+        err = {
+            e: interval([_five_shot(x, "error") for x in rows if x["encoder"] == e])[0]
+            for e in [*r["objectives"], *r.get("references", []), "raw pixels"]
         }
-        ssl = "/".join(f"{ratio[o]:.1f}" for o in r["objectives"])
-        parts.append(
-            f"{d}: V~ d / V {ssl} (SSL) vs {ratio['random encoder']:.1f} (random) and "
-            f"{ratio['raw pixels']:.1f} (raw)"
-        )
+        ssl = "/".join(f"{err[o]:.3f}" for o in r["objectives"])
+        sup = f", supervised {err['supervised']:.3f}" if "supervised" in err else ""
+        parts.append(f"{d}: 5-shot error SSL {ssl}{sup} vs raw pixels {err['raw pixels']:.3f}")
     pts = list(_points(r, "authors"))
     useful = sum(p[6] < 1 for p in pts)
     cos = {
@@ -76,8 +75,9 @@ def _headline(r: dict) -> str:
     return (
         "; ".join(parts)
         + f"; authors' bound informative at {useful}/{len(pts)} points; decision-axis |cos| "
-        f"{cos['random encoder']:.2f} (random) -> "
+        f"{cos['random encoder']:.2f} (random encoder) -> "
         + "/".join(f"{cos[o]:.2f}" for o in r["objectives"])
+        + f" (random directions {random_direction_cos(r['axes_dim']):.2f})"
     )
 
 
@@ -92,7 +92,7 @@ def run_demo(cfg: DemoConfig) -> dict:
         package=PACKAGE,
         module_file=__file__,
         cfg=cfg,
-        experiment=f"SSL ({', '.join(run.objectives)}) with a small CNN on "
+        experiment=f"SSL ({', '.join(run.objectives)}) and a supervised reference, a small CNN, on "
         f"{' and '.join(run.datasets)}, {len(run.seeds)} seed(s), {run.heldout_classes} "
         "classes held out of pretraining and measured; NCC few-shot vs both bounds; synthetic "
         "multitask decision axes",
@@ -127,11 +127,11 @@ def _clean(d: dict) -> dict:
 def _print_summary(results: dict, out: Path) -> None:
     r = results
     print(
-        f"\n{'dataset':<8}{'encoder':<16}{'V':>8}{'V~ d/V':>9}"
+        f"\n{'dataset':<8}{'encoder':<24}{'V':>8}{'V~ d/V':>9}"
         + "".join(f"{f'err/bnd m={m}':>20}" for m in r["config"]["shots"])
     )
     for d in r["datasets"]:
-        for enc in [*r["objectives"], *NULLS]:
+        for enc in [*r["objectives"], *r.get("references", []), *NULLS]:
             rows = [x for x in r["runs"] + r["nulls"] if x["dataset"] == d and x["encoder"] == enc]
             t = [x["fewshot"]["all-way"] for x in rows]
             cells = "".join(
@@ -140,7 +140,7 @@ def _print_summary(results: dict, out: Path) -> None:
                 for i in range(len(t[0]["shots"]))
             )
             print(
-                f"{d:<8}{enc:<16}{interval([x['V'] for x in rows])[0]:>8.3f}"
+                f"{d:<8}{enc:<24}{interval([x['V'] for x in rows])[0]:>8.3f}"
                 f"{interval([x['V~ d / V'] for x in rows])[0]:>9.3f}{cells}"
             )
     print("(all-way episodes on the held-out classes, mean over seeds; bound = authors')\n")

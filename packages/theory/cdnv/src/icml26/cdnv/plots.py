@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from icml26.cdnv.verdict import ORACLE, random_direction_cos
 from icml26.testing.files import save_figure
 
 
@@ -23,7 +24,7 @@ def plot_dynamics(r: dict, path: Path) -> None:
     D = len(r["datasets"])
     fig, axes = plt.subplots(2, D, figsize=(6.5 * D, 7.5), squeeze=False, layout="constrained")
     for j, d in enumerate(r["datasets"]):
-        for i, o in enumerate(r["objectives"]):
+        for i, o in enumerate([*r["objectives"], *r.get("references", [])]):
             rows = [x for x in r["runs"] if x["dataset"] == d and x["encoder"] == o]
             for row, key in enumerate(("V~ d / V", "5-shot error")):
                 ep, m, lo, hi = _band(rows, lambda h, k=key: h[k])
@@ -36,8 +37,8 @@ def plot_dynamics(r: dict, path: Path) -> None:
                 if x["dataset"] == d and x["encoder"] == "raw pixels"
             ]
         )
-        axes[0, j].axhline(1.0, color="k", lw=0.8, ls=":", label="isotropic null (1)")
-        axes[0, j].axhline(raw, color="gray", lw=0.8, ls="--", label="raw pixels")
+        axes[0, j].axhline(1.0, color="k", lw=0.8, ls=":", label="isotropic (1)")
+        axes[0, j].axhline(raw, color="gray", lw=0.8, ls="--", label="raw pixels (null)")
         axes[0, j].set_title(f"{d}: V~ d / V, held-out classes (epoch 0: random init)")
         axes[1, j].set_title(f"{d}: 5-shot NCC error, all-way on held-out classes")
         for ax in axes[:, j]:
@@ -52,7 +53,7 @@ def plot_fewshot(r: dict, path: Path) -> None:
     """Few-shot error and both bounds vs shots, per dataset and episode size."""
     D = len(r["datasets"])
     fig, axes = plt.subplots(D, 2, figsize=(12, 4.4 * D), squeeze=False, layout="constrained")
-    encoders = [*r["objectives"], "random encoder", "raw pixels"]
+    encoders = [*r["objectives"], *r.get("references", []), "random encoder", "raw pixels", ORACLE]
     for i, d in enumerate(r["datasets"]):
         for j, ways in enumerate(("2-way", "all-way")):
             ax = axes[i, j]
@@ -92,22 +93,26 @@ def plot_cosines(r: dict, path: Path) -> None:
     mt = r["multitask"]
     names = [k for k in ("raw input", "whitened input", "random encoder") if k in mt[0]]
     names += r["objectives"]
+    if "random directions" in mt[0]:
+        names.append("random directions")
     fig, ax = plt.subplots(figsize=(1.4 * len(names) + 2, 3.6), layout="constrained")
     for k, name in enumerate(names):
         cos = np.array([m[name]["mean |cos|"] for m in mt])
-        bnd = np.array([m[name]["mean bound"] for m in mt])
         ax.bar(k, cos.mean(), color=f"C{k}", alpha=0.8)
         ax.scatter(np.full(len(cos), k), cos, color="k", s=8, zorder=3)
+        if "mean bound" not in mt[0][name]:
+            continue
         ax.scatter(
             k,
-            bnd.mean(),
+            np.mean([m[name]["mean bound"] for m in mt]),
             marker="_",
             s=400,
             color="r",
             zorder=3,
             label="bound from V~ (mean)" if k == 0 else None,
         )
-    ax.axhline(r["orthogonal_cos"], color="gray", ls="--", lw=0.8, label="'nearly orthogonal' line")
+    limit = random_direction_cos(r["axes_dim"])
+    ax.axhline(limit, color="gray", ls="--", lw=0.8, label="random directions' E|cos| (the rule)")
     ax.set_xticks(range(len(names)), names, rotation=20)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("mean off-diagonal |cos|")

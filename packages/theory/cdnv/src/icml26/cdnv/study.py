@@ -2,8 +2,11 @@
 
 For each dataset (8x8 digits, the 5000-image MNIST subset) and seed, ``heldout_classes`` digit
 classes are drawn and set aside; a small CNN is pretrained with each SSL objective (SimCLR,
-VICReg, Barlow Twins) on the images of the other classes only, and every measurement is taken on
-the held-out classes' images (the transfer setting the paper's claim is about):
+VICReg, Barlow Twins), and, as the reference encoder that transfers, trained on the source
+classes' labels, on the images of the other classes only; every measurement is taken on the
+held-out classes' images (the transfer setting the paper's claim is about). Next to them: the
+raw pixels, the same network at initialisation (random encoder) and LDA fitted on the held-out
+classes themselves (the near-perfect representation a rule must accept):
 
 (a) directional collapse against its null: ``V~ d / V`` (1 for isotropic classes) of the
     pretrained encoder, of the same network at initialisation (random encoder) and of the raw
@@ -12,8 +15,8 @@ the held-out classes' images (the transfer setting the paper's claim is about):
     to both bounds: the authors' published formula and this package's reconstruction;
 (b') whether few-shot error follows V~ more closely than V across encoders and seeds;
 (c) on synthetic multitask data (independent balanced labelings of latent attributes), the
-    |cos| between decision axes after SSL, the random encoder's, and the bound small V~ puts on
-    them.
+    |cos| between decision axes after SSL, the random encoder's, random directions' in the same
+    feature space, and the bound small V~ puts on them.
 
 ``experiment`` measures; ``verdict`` (pure, unit-tested) turns the numbers into one row per
 claim, each over ``seeds`` with 95% t-intervals.
@@ -26,7 +29,7 @@ import torch
 from tqdm.auto import tqdm
 
 from icml26.cdnv.axes import axis_cosine_bound, decision_axis_cosines
-from icml26.cdnv.baselines import raw_pixels, untrained_features, whiten
+from icml26.cdnv.baselines import oracle_lda, raw_pixels, untrained_features, whiten
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.callback import CDNVMonitor
 from icml26.cdnv.data import MultitaskGenerator, load_digits_images, load_mnist_images
@@ -34,7 +37,8 @@ from icml26.cdnv.measures import cdnv, directional_cdnv
 from icml26.cdnv.metric import collapse_ratio
 from icml26.cdnv.ssl import ImageAugment, MLPEncoder, SmallCNN, projector
 from icml26.cdnv.stats import class_stats
-from icml26.cdnv.train import train_ssl
+from icml26.cdnv.train import train_ssl, train_supervised
+from icml26.cdnv.verdict import ORACLE
 from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
@@ -57,15 +61,21 @@ class DemoConfig(DemoOptions):
     """Each seed draws its held-out classes, the encoder's initialisation and the episodes."""
     heldout_classes: int = 4
     """Digit classes kept out of pretraining; all measurements are on their images."""
-    epochs_digits: int = 40
-    epochs_mnist: int = 20
+    epochs_digits: int = 30
+    epochs_mnist: int = 10
     """Pretraining epochs (the MNIST subset has ~3x the images of digits, and 12x the pixels)."""
     batch_size: int = 128
     lr: float = 1e-3
-    widths: tuple[int, ...] = (16, 32, 64)
+    widths: tuple[int, ...] = (32, 64, 128, 128)
     """The CNN's convolution widths."""
+    pool: Literal["flatten", "average"] = "flatten"
+    """How the CNN's last feature map reaches its linear layer: flattened (keeps where a stroke
+    lies) or globally averaged (a bag of local strokes, which transfers worse than pixels)."""
     feature_dim: int = 64
     """Dimension of the measured features (the encoder output, before the projector)."""
+    supervised: bool = True
+    """Also train the network on the source classes' labels: the reference encoder for
+    transfer."""
     shots: tuple[int, ...] = (1, 2, 5, 10, 20)
     episodes: int = 100
     """Few-shot episodes per (shots, ways) point."""
@@ -75,8 +85,6 @@ class DemoConfig(DemoOptions):
     """Latent binary attributes = independent balanced labelings."""
     track_factor: float = 3.0
     """(b) 'tracks': the bound is within this factor of the error for m >= 5."""
-    orthogonal_cos: float = 0.2
-    """(c) 'nearly orthogonal': mean off-diagonal |cos| below this."""
 
     def quick_settings(self) -> dict:
         return dict(
@@ -136,16 +144,24 @@ def _split_classes(seed: int, k: int) -> list[int]:
     return sorted(torch.randperm(10, generator=torch.Generator().manual_seed(seed))[:k].tolist())
 
 
-def _encoder(cfg: DemoConfig, device: str) -> SmallCNN:
-    return SmallCNN(1, cfg.widths, cfg.feature_dim).to(device)
+def _encoder(cfg: DemoConfig, device: str, size: int) -> SmallCNN:
+    flat = size if cfg.pool == "flatten" else None
+    return SmallCNN(1, cfg.widths, cfg.feature_dim, image_size=flat).to(device)
+
+
+def _measured(base: dict, encoder: str, feats, labels, cfg: DemoConfig, seed: int) -> dict:
+    return {**base, "encoder": encoder, **_geometry(feats, labels),
+            "fewshot": _fewshot(feats, labels, cfg, seed)}  # fmt: skip
 
 
 def _transfer(cfg: DemoConfig, dataset: str, seed: int, device: str) -> tuple[list, list]:
-    """Pretrain on the source classes, measure on the held-out ones: runs and null rows."""
+    """Pretrain on the source classes, measure on the held-out ones: the trained encoders' runs
+    (SSL objectives, then the supervised reference) and the reference rows (raw pixels, random
+    encoder, oracle LDA)."""
     x, y = (load_digits_images if dataset == "digits" else load_mnist_images)(device)
     held = _split_classes(seed, cfg.heldout_classes)
     is_held = torch.isin(y, torch.tensor(held, device=y.device))
-    x_src, x_eval, y_eval = x[~is_held], x[is_held], y[is_held]
+    x_src, y_src, x_eval, y_eval = x[~is_held], y[~is_held], x[is_held], y[is_held]
     epochs = cfg.epochs_digits if dataset == "digits" else cfg.epochs_mnist
     aug = ImageAugment()
 
@@ -155,38 +171,28 @@ def _transfer(cfg: DemoConfig, dataset: str, seed: int, device: str) -> tuple[li
 
     base = {"dataset": dataset, "seed": seed, "heldout": held}
     pixels = raw_pixels(x_eval)
-    nulls = [{**base, "encoder": "raw pixels", **_geometry(pixels, y_eval)}]
-    nulls[0]["fewshot"] = _fewshot(pixels, y_eval, cfg, seed)
+    torch.manual_seed(seed)  # the same initial network for every encoder (and the null)
+    random = untrained_features(_encoder(cfg, device, x.shape[-1]), x_eval)
+    nulls = [
+        _measured(base, "raw pixels", pixels, y_eval, cfg, seed),
+        _measured(base, "random encoder", random, y_eval, cfg, seed),
+        _measured(base, ORACLE, oracle_lda(pixels, y_eval), y_eval, cfg, seed),
+    ]
     runs = []
-    for obj in cfg.objectives:
-        torch.manual_seed(seed)  # the same initial network for every objective (and the null)
-        enc = _encoder(cfg, device)
-        head = projector(cfg.feature_dim, 256, 128).to(device)
+    for name in [*cfg.objectives, *(["supervised"] if cfg.supervised else [])]:
+        torch.manual_seed(seed)
+        enc = _encoder(cfg, device, x.shape[-1])
         monitor = CDNVMonitor(x_eval, y_eval, shots=(5,), episodes=max(10, cfg.episodes // 5))
-        if not any(n["encoder"] == "random encoder" for n in nulls):
-            feats = monitor.features(enc)
-            nulls.append({**base, "encoder": "random encoder", **_geometry(feats, y_eval)})
-            nulls[-1]["fewshot"] = _fewshot(feats, y_eval, cfg, seed)
-        train_ssl(
-            enc,
-            head,
-            views,
-            len(x_src),
-            obj,
-            epochs,
-            cfg.batch_size,
-            cfg.lr,
-            seed=seed,
-            on_epoch_end=monitor,
-            progress=False,
-        )
-        feats = monitor.features(enc)
+        common = dict(epochs=epochs, batch_size=cfg.batch_size, lr=cfg.lr, seed=seed,
+                      on_epoch_end=monitor, progress=False)  # fmt: skip
+        if name == "supervised":
+            train_supervised(enc, x_src, y_src, augment=aug, **common)
+        else:
+            head = projector(cfg.feature_dim, 256, 128).to(device)
+            train_ssl(enc, head, views, len(x_src), name, **common)
         runs.append(
             {
-                **base,
-                "encoder": obj,
-                **_geometry(feats, y_eval),
-                "fewshot": _fewshot(feats, y_eval, cfg, seed),
+                **_measured(base, name, monitor.features(enc), y_eval, cfg, seed),
                 "dynamics": [
                     {k: r[k] for k in ("epoch", "V", "V~", "V~ d / V", "5-shot error")}
                     for r in monitor.history
@@ -194,6 +200,10 @@ def _transfer(cfg: DemoConfig, dataset: str, seed: int, device: str) -> tuple[li
             }
         )
     return runs, nulls
+
+
+AXES_DIM = 32
+"""Dimension of the multitask encoder's features, where the decision axes live."""
 
 
 def _multitask(cfg: DemoConfig, seed: int, device: str) -> dict:
@@ -207,6 +217,7 @@ def _multitask(cfg: DemoConfig, seed: int, device: str) -> dict:
         return gen_model.render(z, gen), gen_model.render(z, gen)
 
     off = ~torch.eye(cfg.multitask_k, dtype=torch.bool)
+    axes_gen = torch.Generator().manual_seed(seed + 3)
 
     def summary(feats):
         cos, bnd = decision_axis_cosines(feats, z_mt).cpu(), axis_cosine_bound(feats, z_mt).cpu()
@@ -219,14 +230,19 @@ def _multitask(cfg: DemoConfig, seed: int, device: str) -> dict:
 
     # The simplest strong baseline for untangling axes: whitening the input (a linear map).
     out = {"seed": seed, "raw input": summary(x_mt), "whitened input": summary(whiten(x_mt))}
+    # The null of "nearly orthogonal": k unrelated random directions in the features' space.
+    rand = torch.nn.functional.normalize(
+        torch.randn(cfg.multitask_k, AXES_DIM, generator=axes_gen), dim=1
+    )
+    out["random directions"] = {"mean |cos|": (rand @ rand.T).abs()[off].mean().item()}
     for obj in cfg.objectives:
         torch.manual_seed(seed)
-        enc = MLPEncoder(gen_model.dim, 256, 32).to(device)
+        enc = MLPEncoder(gen_model.dim, 256, AXES_DIM).to(device)
         # every objective starts from this same seeded encoder
         out.setdefault("random encoder", summary(untrained_features(enc, x_mt)))
         train_ssl(
             enc.train(),
-            projector(32, 256, 64).to(device),
+            projector(AXES_DIM, 256, 64).to(device),
             mt_views,
             cfg.multitask_samples,
             obj,
@@ -261,8 +277,9 @@ def experiment(cfg: DemoConfig) -> dict:
         "runs": runs,
         "nulls": nulls,
         "multitask": multitask,
+        "references": ["supervised"] if cfg.supervised else [],
         "track_factor": cfg.track_factor,
-        "orthogonal_cos": cfg.orthogonal_cos,
         "feature_dim": cfg.feature_dim,
+        "axes_dim": AXES_DIM,
         "device": str(device),
     }

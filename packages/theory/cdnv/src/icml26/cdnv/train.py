@@ -1,6 +1,7 @@
-"""The SSL training loop: an encoder and projector trained with one of ``ssl.py``'s objectives
+"""The training loops: an encoder and projector trained with one of ``ssl.py``'s objectives
 (SimCLR, VICReg, Barlow Twins) on two augmented views of each image, the pretraining whose
-features the bounds and measures are read from."""
+features the bounds and measures are read from; and the supervised reference, an encoder
+trained on the source classes' labels."""
 
 from collections.abc import Callable
 
@@ -81,6 +82,64 @@ def train_ssl(
             losses.append(loss.item())
         history.append(sum(losses) / max(len(losses), 1))
         bar.set_postfix(loss=f"{history[-1]:.3f}")
+        if on_epoch_end is not None:
+            on_epoch_end(encoder, epoch)
+    return history
+
+
+def train_supervised(
+    encoder: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    epochs: int = 20,
+    batch_size: int = 128,
+    lr: float = 1e-3,
+    seed: int = 0,
+    augment: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None = None,
+    on_epoch_end: Callable[[nn.Module, int], None] | None = None,
+    progress: bool = True,
+) -> list[float]:
+    """Train ``encoder`` with a linear classifier on its features (cross-entropy over the classes
+    in ``labels``); returns the mean loss per epoch. The reference encoder for transfer: features
+    learnt from the source classes' labels, measured on classes it never saw.
+
+    The same schedule as ``train_ssl`` (Adam, weight decay 1e-5, seeded CPU permutations,
+    ``on_epoch_end(encoder, epoch)`` at epoch 0 and after every epoch); ``augment(x, gen)``, when
+    given, transforms each batch."""
+    if not isinstance(images, torch.Tensor) or not isinstance(labels, torch.Tensor):
+        raise ValueError("images and labels must be tensors")
+    if len(images) != len(labels) or len(images) < 2:
+        raise ValueError(f"images ({len(images)}) and labels ({len(labels)}) must be equally "
+                         "long, with at least 2 samples")  # fmt: skip
+    if epochs < 0 or batch_size < 2 or not lr > 0:
+        raise ValueError("epochs must be >= 0, batch_size >= 2 and lr > 0")
+    classes, targets = torch.unique(labels, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError("labels must hold at least 2 classes")
+    with torch.no_grad():
+        was_training = encoder.training
+        dim = encoder.eval()(images[:2]).shape[1]
+        encoder.train(was_training)
+    head = nn.Linear(dim, len(classes)).to(images.device)
+    model = nn.Sequential(encoder, nn.ReLU(), head)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=1e-5)
+    gen, aug_gen = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1)
+    if on_epoch_end is not None:
+        on_epoch_end(encoder, 0)
+    history = []
+    for epoch in tqdm(range(1, epochs + 1), desc="supervised", disable=not progress):
+        model.train()
+        perm = torch.randperm(len(images), generator=gen).to(images.device)
+        losses = []
+        for b in range(max(1, len(images) // batch_size)):
+            idx = perm[b * batch_size : (b + 1) * batch_size]
+            xb = images[idx] if augment is None else augment(images[idx], aug_gen)
+            loss = nn.functional.cross_entropy(model(xb), targets[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
         if on_epoch_end is not None:
             on_epoch_end(encoder, epoch)
     return history
