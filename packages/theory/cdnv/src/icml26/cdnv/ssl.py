@@ -115,9 +115,9 @@ class SmallCNN(nn.Module):
     ``image_size=None`` pools the last feature map globally (any image size); an int flattens the
     last feature map of ``image_size`` x ``image_size`` inputs into the linear layer, which keeps
     where in the image a stroke lies. With three 3x3 layers the receptive field is 7 pixels, so
-    global pooling sees a bag of local strokes: on held-out digit classes such features transfer
-    worse than the raw pixels, the flattened ones better. 28x28 inputs go 28 -> 14 -> 7 -> 4 with
-    four widths, 8x8 ones 8 -> 4 -> 2 -> 1."""
+    global pooling sees a bag of local strokes: on held-out MNIST classes such features transfer
+    worse than the raw pixels even when trained on the source labels, flattened ones better.
+    28x28 inputs go 28 -> 14 -> 7 -> 4 with four widths, 8x8 ones 8 -> 4 -> 2 -> 1."""
 
     def __init__(
         self,
