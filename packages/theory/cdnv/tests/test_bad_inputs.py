@@ -82,8 +82,10 @@ def test_encoders_and_augmentations_name_bad_sizes():
 
 def test_measures_and_bounds_name_a_bad_convention_shot_count_or_variant():
     stats = class_stats(torch.randn(40, 5), torch.arange(40) % 4)
-    for measure in (cdnv, directional_cdnv, collapse_ratio):
+    for measure in (cdnv, directional_cdnv, collapse_ratio, C.effective_collapse_ratio):
         assert_rejects(lambda measure=measure: measure(stats, "median"), "convention")
+    for measure in (C.effective_dim, C.effective_collapse_ratio):
+        assert_rejects(lambda measure=measure: measure(torch.ones(3, 2)), "stats")
     assert_rejects(lambda: fewshot_bound(stats, 0), "shots")
     assert_rejects(lambda: fewshot_bound(stats, 1, ways=1), "ways")
     assert_rejects(lambda: fewshot_bound(stats, 1, variant="x"), "variant")

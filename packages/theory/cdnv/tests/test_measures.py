@@ -276,3 +276,25 @@ def test_axis_cosine_bound_holds_on_a_balanced_design_and_is_tight_without_noise
     # Nearly orthogonal axes with narrow classes: a bound well below 1.
     x, z, _ = _balanced_design(K=2, d=40, noise=0.05)
     assert axis_cosine_bound(x, z)[0, 1] < 0.6
+
+
+def test_effective_collapse_ratio_is_one_for_classes_spread_over_a_subspace():
+    from icml26.cdnv import collapse_ratio, effective_collapse_ratio, effective_dim
+
+    # Isotropic classes in 8 of 64 coordinates: the nominal ratio reads 8x too high.
+    g = torch.Generator().manual_seed(2)
+    ys = torch.arange(4).repeat_interleave(3000)
+    means = torch.zeros(4, 64, dtype=torch.float64)
+    means[:, :8] = 3 * torch.randn(4, 8, generator=g, dtype=torch.float64)
+    scales = torch.zeros(64, dtype=torch.float64)
+    scales[:8] = 1.0
+    x = means[ys] + scales * torch.randn(len(ys), 64, generator=g, dtype=torch.float64)
+    st = class_stats(x, ys)
+    assert effective_dim(st) == pytest.approx(8.0, rel=0.05)
+    assert effective_collapse_ratio(st) == pytest.approx(1.0, abs=0.1)
+    assert collapse_ratio(st) == pytest.approx(8.0, rel=0.1)
+    # The same classes made narrow along the 3-d span of their mean differences: collapse.
+    q, _ = torch.linalg.qr((means[1:] - means[0])[:, :8].T)  # (8, 3) orthonormal
+    narrow = torch.eye(8, dtype=torch.float64) - 0.95 * q @ q.T
+    x[:, :8] = means[ys][:, :8] + (x[:, :8] - means[ys][:, :8]) @ narrow
+    assert effective_collapse_ratio(class_stats(x, ys)) < 0.2

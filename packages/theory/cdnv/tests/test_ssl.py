@@ -83,6 +83,7 @@ def test_supervised_training_fits_the_source_classes_with_a_flattening_cnn():
     )  # fmt: skip
     assert losses[-1] < 0.75 * losses[0] and seen == list(range(5))
     assert isinstance(enc.net[-1], torch.nn.Linear) and enc.net[-1].in_features == 16 * 4 * 4
+    assert enc.trunk(x[:2]).shape == (2, 16 * 4 * 4)  # the flattened map the linear layer reads
     with pytest.raises(ValueError, match="flattens 8x8"):
         enc(torch.zeros(2, 1, 28, 28))
 

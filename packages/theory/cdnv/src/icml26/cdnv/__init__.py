@@ -18,7 +18,12 @@ from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error, pairwise_bound
 from icml26.cdnv.callback import CDNVMonitor
 from icml26.cdnv.data import MultitaskGenerator, load_digits_images, load_mnist_images
 from icml26.cdnv.measures import PairwiseCDNV, cdnv, directional_cdnv
-from icml26.cdnv.metric import CDNVMetric, collapse_ratio
+from icml26.cdnv.metric import (
+    CDNVMetric,
+    collapse_ratio,
+    effective_collapse_ratio,
+    effective_dim,
+)
 from icml26.cdnv.ssl import (
     ImageAugment,
     MLPEncoder,
@@ -52,6 +57,8 @@ __all__ = [
     "collapse_ratio",
     "decision_axis_cosines",
     "directional_cdnv",
+    "effective_collapse_ratio",
+    "effective_dim",
     "exact_class_stats",
     "fewshot_bound",
     "load_digits_images",

@@ -18,7 +18,7 @@ from torch import nn
 
 from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.measures import cdnv, directional_cdnv
-from icml26.cdnv.metric import collapse_ratio
+from icml26.cdnv.metric import collapse_ratio, effective_collapse_ratio, effective_dim
 from icml26.cdnv.stats import class_stats
 
 
@@ -76,6 +76,8 @@ class CDNVMonitor:
             "V": cdnv(stats).mean,
             "V~": directional_cdnv(stats).mean,
             "V~ d / V": collapse_ratio(stats),
+            "d_eff": effective_dim(stats),
+            "V~ d_eff / V": effective_collapse_ratio(stats),
         }
         for name, measure in (("V", cdnv), ("V~", directional_cdnv)):
             try:  # too few samples in a class leaves the cross-fitted distance undefined

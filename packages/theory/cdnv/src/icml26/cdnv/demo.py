@@ -7,7 +7,15 @@ import time
 from pathlib import Path
 
 from icml26.cdnv.study import DemoConfig, experiment
-from icml26.cdnv.verdict import ORACLE, _five_shot, _points, interval, random_direction_cos, verdict
+from icml26.cdnv.verdict import (
+    ORACLE,
+    RATIO,
+    _five_shot,
+    _points,
+    interval,
+    random_direction_cos,
+    verdict,
+)
 from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
 
 PACKAGE = "icml26-cdnv"
@@ -30,7 +38,7 @@ def _metrics(r: dict) -> dict:
         for enc in [*r["objectives"], *r.get("references", []), *NULLS]:
             rows = [x for x in r["runs"] + r["nulls"] if x["dataset"] == d and x["encoder"] == enc]
             group = method if enc in r["objectives"] else baseline
-            group[f"(a) {d} {enc} V~ d / V"] = _mean_over_seeds(rows, lambda x: x["V~ d / V"])
+            group[f"(a) {d} {enc} {RATIO}"] = _mean_over_seeds(rows, lambda x: x[RATIO])
             group[f"(a) {d} {enc} V"] = _mean_over_seeds(rows, lambda x: x["V"])
             for key in ("error", "bound (authors)"):
                 group[f"(b) {d} {enc} all-way 5-shot {key}"] = _mean_over_seeds(
@@ -127,7 +135,7 @@ def _clean(d: dict) -> dict:
 def _print_summary(results: dict, out: Path) -> None:
     r = results
     print(
-        f"\n{'dataset':<8}{'encoder':<24}{'V':>8}{'V~ d/V':>9}"
+        f"\n{'dataset':<8}{'encoder':<24}{'V':>8}{'V~deff/V':>9}"
         + "".join(f"{f'err/bnd m={m}':>20}" for m in r["config"]["shots"])
     )
     for d in r["datasets"]:
@@ -141,7 +149,7 @@ def _print_summary(results: dict, out: Path) -> None:
             )
             print(
                 f"{d:<8}{enc:<24}{interval([x['V'] for x in rows])[0]:>8.3f}"
-                f"{interval([x['V~ d / V'] for x in rows])[0]:>9.3f}{cells}"
+                f"{interval([x[RATIO] for x in rows])[0]:>9.3f}{cells}"
             )
     print("(all-way episodes on the held-out classes, mean over seeds; bound = authors')\n")
     print_verdicts(r, out)

@@ -34,6 +34,27 @@ def collapse_ratio(stats: ClassStats, convention: Convention = "sum") -> float:
     return directional_cdnv(stats, convention).mean * stats.dim / cdnv(stats, convention).mean
 
 
+def effective_dim(stats: ClassStats) -> float:
+    """The classes' effective dimension: the mean over classes of the participation ratio
+    ``(tr Sigma_c)^2 / tr Sigma_c^2`` (k for a class spread evenly over k directions, d for an
+    isotropic one), from the statistics' estimate of ``tr Sigma_c^2``."""
+    if not isinstance(stats, ClassStats):
+        raise TypeError(f"stats: expected the ClassStats that class_stats returns, got "
+                        f"{type(stats).__name__}")  # fmt: skip
+    ratio = stats.total_variance**2 / stats.frob_sq.clamp_min(torch.finfo(torch.float64).tiny)
+    return float(ratio.clamp(1.0, float(stats.dim)).mean())
+
+
+def effective_collapse_ratio(stats: ClassStats, convention: Convention = "sum") -> float:
+    """``V~ d_eff / V``: ``collapse_ratio`` with the classes' effective dimension in place of the
+    nominal one. Features of different widths (784 pixels, a 2048-d feature map, 3 LDA axes)
+    spread their classes over a few tens of directions whatever d is, and ``V~ d / V`` grows with
+    the unused ones; this ratio is 1 for classes spread evenly over the directions they use, below
+    1 when they are narrower along their decision axes."""
+    d_eff = effective_dim(stats)  # checks stats first
+    return directional_cdnv(stats, convention).mean * d_eff / cdnv(stats, convention).mean
+
+
 class CDNVMetric:
     """V, V~, ``V~ d / V`` and the m-shot bounds (ours and the authors') of streamed embeddings.
 

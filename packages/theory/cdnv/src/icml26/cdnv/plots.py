@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from icml26.cdnv.verdict import ORACLE, random_direction_cos
+from icml26.cdnv.verdict import ORACLE, RATIO, random_direction_cos
 from icml26.testing.files import save_figure
 
 
@@ -26,20 +26,16 @@ def plot_dynamics(r: dict, path: Path) -> None:
     for j, d in enumerate(r["datasets"]):
         for i, o in enumerate([*r["objectives"], *r.get("references", [])]):
             rows = [x for x in r["runs"] if x["dataset"] == d and x["encoder"] == o]
-            for row, key in enumerate(("V~ d / V", "5-shot error")):
+            for row, key in enumerate((RATIO, "5-shot error")):
                 ep, m, lo, hi = _band(rows, lambda h, k=key: h[k])
                 axes[row, j].plot(ep, m, color=f"C{i}", label=o)
                 axes[row, j].fill_between(ep, lo, hi, color=f"C{i}", alpha=0.2, lw=0)
         raw = np.mean(
-            [
-                x["V~ d / V"]
-                for x in r["nulls"]
-                if x["dataset"] == d and x["encoder"] == "raw pixels"
-            ]
+            [x[RATIO] for x in r["nulls"] if x["dataset"] == d and x["encoder"] == "raw pixels"]
         )
-        axes[0, j].axhline(1.0, color="k", lw=0.8, ls=":", label="isotropic (1)")
-        axes[0, j].axhline(raw, color="gray", lw=0.8, ls="--", label="raw pixels (null)")
-        axes[0, j].set_title(f"{d}: V~ d / V, held-out classes (epoch 0: random init)")
+        axes[0, j].axhline(1.0, color="k", lw=0.8, ls=":", label="1: evenly spread (the rule)")
+        axes[0, j].axhline(raw, color="gray", lw=0.8, ls="--", label="raw pixels")
+        axes[0, j].set_title(f"{d}: {RATIO}, held-out classes (epoch 0: random init)")
         axes[1, j].set_title(f"{d}: 5-shot NCC error, all-way on held-out classes")
         for ax in axes[:, j]:
             ax.set_xlabel("epoch")

@@ -150,12 +150,17 @@ class SmallCNN(nn.Module):
         self.net = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net[-1](self.trunk(x))
+
+    def trunk(self, x: torch.Tensor) -> torch.Tensor:
+        """The features before the last linear layer: the flattened (or pooled) last feature map,
+        where SSL features are usually read (the linear layer acts as part of the projector)."""
         if x.ndim != 4:
             raise ValueError(f"SmallCNN takes (B, C, H, W) images, got shape {tuple(x.shape)}")
         if self.image_size is not None and x.shape[-2:] != (self.image_size, self.image_size):
             raise ValueError(f"this SmallCNN flattens {self.image_size}x{self.image_size} images, "
                              f"got {tuple(x.shape[-2:])}")  # fmt: skip
-        return self.net(x)
+        return self.net[:-1](x)
 
 
 def projector(in_dim: int, hidden: int = 256, out_dim: int = 128) -> nn.Module:

@@ -34,7 +34,7 @@ from icml26.cdnv.bound import fewshot_bound, ncc_fewshot_error
 from icml26.cdnv.callback import CDNVMonitor
 from icml26.cdnv.data import MultitaskGenerator, load_digits_images, load_mnist_images
 from icml26.cdnv.measures import cdnv, directional_cdnv
-from icml26.cdnv.metric import collapse_ratio
+from icml26.cdnv.metric import collapse_ratio, effective_collapse_ratio, effective_dim
 from icml26.cdnv.ssl import ImageAugment, MLPEncoder, SmallCNN, projector
 from icml26.cdnv.stats import class_stats
 from icml26.cdnv.train import train_ssl, train_supervised
@@ -72,7 +72,10 @@ class DemoConfig(DemoOptions):
     """How the CNN's last feature map reaches its linear layer: flattened (keeps where a stroke
     lies) or globally averaged (a bag of local strokes, which transfers worse than pixels)."""
     feature_dim: int = 64
-    """Dimension of the measured features (the encoder output, before the projector)."""
+    """Dimension of the encoder's output (the projector's input)."""
+    features: Literal["trunk", "output"] = "trunk"
+    """Where features are measured: the trunk (the flattened last feature map, before the
+    encoder's last linear layer; 2048-d on MNIST, 128-d on digits) or the encoder's output."""
     supervised: bool = True
     """Also train the network on the source classes' labels: the reference encoder for
     transfer."""
@@ -121,6 +124,8 @@ def _geometry(features: torch.Tensor, labels: torch.Tensor) -> dict:
         "V": cdnv(st).mean,
         "V~": directional_cdnv(st).mean,
         "V~ d / V": collapse_ratio(st),
+        "d_eff": effective_dim(st),
+        "V~ d_eff / V": effective_collapse_ratio(st),
     }
 
 
@@ -154,6 +159,10 @@ def _measured(base: dict, encoder: str, feats, labels, cfg: DemoConfig, seed: in
             "fewshot": _fewshot(feats, labels, cfg, seed)}  # fmt: skip
 
 
+DYNAMICS = ("epoch", "V", "V~", "V~ d / V", "d_eff", "V~ d_eff / V", "5-shot error")
+"""What the demo keeps of the monitor's row at every epoch."""
+
+
 def _transfer(cfg: DemoConfig, dataset: str, seed: int, device: str) -> tuple[list, list]:
     """Pretrain on the source classes, measure on the held-out ones: the trained encoders' runs
     (SSL objectives, then the supervised reference) and the reference rows (raw pixels, random
@@ -172,7 +181,8 @@ def _transfer(cfg: DemoConfig, dataset: str, seed: int, device: str) -> tuple[li
     base = {"dataset": dataset, "seed": seed, "heldout": held}
     pixels = raw_pixels(x_eval)
     torch.manual_seed(seed)  # the same initial network for every encoder (and the null)
-    random = untrained_features(_encoder(cfg, device, x.shape[-1]), x_eval)
+    embed = SmallCNN.trunk if cfg.features == "trunk" else None
+    random = CDNVMonitor(x_eval, y_eval, embed=embed).features(_encoder(cfg, device, x.shape[-1]))
     nulls = [
         _measured(base, "raw pixels", pixels, y_eval, cfg, seed),
         _measured(base, "random encoder", random, y_eval, cfg, seed),
@@ -182,7 +192,8 @@ def _transfer(cfg: DemoConfig, dataset: str, seed: int, device: str) -> tuple[li
     for name in [*cfg.objectives, *(["supervised"] if cfg.supervised else [])]:
         torch.manual_seed(seed)
         enc = _encoder(cfg, device, x.shape[-1])
-        monitor = CDNVMonitor(x_eval, y_eval, shots=(5,), episodes=max(10, cfg.episodes // 5))
+        monitor = CDNVMonitor(x_eval, y_eval, shots=(5,), episodes=max(10, cfg.episodes // 5),
+                              embed=embed)  # fmt: skip
         common = dict(epochs=epochs, batch_size=cfg.batch_size, lr=cfg.lr, seed=seed,
                       on_epoch_end=monitor, progress=False)  # fmt: skip
         if name == "supervised":
@@ -193,10 +204,7 @@ def _transfer(cfg: DemoConfig, dataset: str, seed: int, device: str) -> tuple[li
         runs.append(
             {
                 **_measured(base, name, monitor.features(enc), y_eval, cfg, seed),
-                "dynamics": [
-                    {k: r[k] for k in ("epoch", "V", "V~", "V~ d / V", "5-shot error")}
-                    for r in monitor.history
-                ],
+                "dynamics": [{k: r[k] for k in DYNAMICS} for r in monitor.history],
             }
         )
     return runs, nulls
