@@ -221,9 +221,31 @@ def test_cells_that_transfer_worse_than_pixels_are_left_out_of_the_rows():
     judged = verdict(r)
     collapse, tracks = judged["claims"][0], judged["claims"][2]
     assert collapse["verdict"] == "reproduced" and "3/3" in collapse["evidence"]
-    assert "Not judged (transfer worse than raw pixels): mnist/vicreg" in collapse["evidence"]
+    assert "Not judged (transfer not better than raw pixels): mnist/vicreg" in collapse["evidence"]
     assert "mnist/vicreg" in tracks["evidence"] and judged["controls"][0]["passed"]
-    assert "vicreg 0.500 (no)" in judged["controls"][0]["evidence"]
+    assert "vicreg 0.500 (gain -0.100) no" in judged["controls"][0]["evidence"]
+
+
+def test_a_mean_gain_inside_the_seed_noise_does_not_transfer():
+    r = _passing()
+    for x in r["runs"]:  # better than pixels (0.4) in two seeds, much worse in the third
+        x["fewshot"] = _fewshot([0.2, 0.2, 0.7][x["seed"]] if x["encoder"] in OBJ else 0.08, 0.9)
+    judged = verdict(r)
+    assert not judged["controls"][0]["passed"]
+    assert "simclr 0.367 (gain +0.033 [" in judged["controls"][0]["evidence"]
+
+
+def test_explains_ranks_the_trained_encoders_not_the_references():
+    """Trained encoders whose error follows V and not V~; the references alone (raw pixels far
+    worse, with the highest V~ and the lowest V) would order error with V~."""
+    r = _passing()
+    for x in r["runs"]:
+        for t in x["fewshot"].values():
+            t["error"][1] = x["V"] / 10  # follows V, against V~
+    for x in r["nulls"]:
+        if x["encoder"] == "raw pixels":
+            x["V~"], x["V"] = 10.0, 0.01
+    assert verdict(r)["claims"][3]["verdict"] == "not reproduced"
 
 
 def test_the_collapse_rule_ends_below_one_whatever_the_references_read():
@@ -258,9 +280,9 @@ def test_the_orthogonality_rule_is_set_by_random_directions_and_checked_both_way
 
 def test_null_world_does_not_reproduce():
     """SSL encoders no different from the random encoder (same ratio and axes, with seed
-    noise): collapse and orthogonal must not read reproduced. (The explains row is left out: it
-    ranks every encoder, the references included, and the fixture's raw pixels alone order error
-    with V~ against V.)"""
+    noise): collapse and orthogonal must not read reproduced. (The explains row is left out:
+    this world keeps the encoders' errors and CDNVs; its own null is the test where error
+    follows V.)"""
     import random
 
     rng = random.Random(0)
