@@ -10,7 +10,6 @@ from icml26.cdnv.measure_cli import MeasureConfig, run_measure
 from icml26.testing import assert_rejects
 
 RETURNED = {
-    "ClassStats": "class_stats returns it",
     "PairwiseCDNV": "cdnv and directional_cdnv return it",
 }
 """Public names a user receives rather than builds (records the package returns): no input."""
@@ -135,3 +134,16 @@ def test_encoders_loaders_and_training_name_bad_values():
     assert_rejects(lambda: C.train_supervised(enc, x, torch.zeros(20)), "2 classes")
     assert_rejects(lambda: C.train_supervised(enc, x.numpy(), y), "tensors")
     assert_rejects(lambda: C.train_supervised(enc, x, y, lr=0.0), "lr")
+
+
+def test_class_stats_built_by_hand_are_checked():
+    good = C.class_stats(torch.randn(12, 3, dtype=torch.float64), torch.arange(12) % 3)
+    fields = dict(vars(good))
+    C.ClassStats(**fields)  # the record the package returns passes its own checks
+    nan_means = good.means.clone()
+    nan_means[0, 0] = float("nan")
+    assert_rejects(lambda: C.ClassStats(**{**fields, "means": nan_means}), "means")
+    assert_rejects(lambda: C.ClassStats(**{**fields, "fourth": good.fourth[:2]}), "fourth")
+    assert_rejects(lambda: C.ClassStats(**{**fields, "counts": good.counts * 0}), "counts")
+    assert_rejects(lambda: C.ClassStats(**{**fields, "means": good.means.long()}), "means",
+                   TypeError)  # fmt: skip

@@ -58,6 +58,30 @@ class ClassStats:
     fourth: torch.Tensor
     fold_means: torch.Tensor
 
+    def __post_init__(self):
+        # A record users may build from their own moments: shapes that disagree or NaN moments
+        # would otherwise come out as NaN measures or an IndexError far from here.
+        if not (
+            torch.is_tensor(self.means) and self.means.ndim == 2 and self.means.is_floating_point()
+        ):
+            raise TypeError("ClassStats.means must be a floating (C, d) tensor")
+        C, d = self.means.shape
+        shapes = {"classes": (C,), "counts": (C,), "total_variance": (C,), "frob_sq": (C,),
+                  "fourth": (C,), "directional_quadratic": (C, C),
+                  "fold_means": (2, C, d)}  # fmt: skip
+        for name, shape in shapes.items():
+            got = getattr(self, name)
+            if not torch.is_tensor(got) or tuple(got.shape) != shape:
+                have = tuple(got.shape) if torch.is_tensor(got) else type(got).__name__
+                raise ValueError(f"ClassStats.{name} must have shape {shape} for {C} classes in "
+                                 f"{d} dimensions, got {have}")  # fmt: skip
+        if bool((self.counts < 1).any()):
+            raise ValueError("ClassStats.counts must be >= 1 for every class")
+        moments = ("means", "total_variance", "frob_sq", "directional_quadratic", "fourth")
+        bad = [n for n in moments if not bool(torch.isfinite(getattr(self, n)).all())]
+        if bad:
+            raise ValueError(f"ClassStats.{', '.join(bad)} hold NaN or inf")
+
     @property
     def n_classes(self) -> int:
         return self.means.shape[0]
