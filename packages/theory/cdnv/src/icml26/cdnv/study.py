@@ -87,7 +87,8 @@ class DemoConfig(DemoOptions):
     multitask_k: int = 6
     """Latent binary attributes = independent balanced labelings."""
     track_factor: float = 3.0
-    """(b) 'tracks': the bound is within this factor of the error for m >= 5."""
+    """(b) 'tracks': for m >= 5 the bound leaves at most 1/track_factor of the trivial bound's
+    slack, (bound - error) / (1 - error)."""
 
     def quick_settings(self) -> dict:
         return dict(
