@@ -350,3 +350,12 @@ def test_the_tracking_rule_reads_slack_not_ratio():
     row = verdict(r)["claims"][2]
     assert row["verdict"] == "reproduced", row["evidence"]
     assert f"Reference, {ORACLE} (error near 0): 0.04-0.04" in row["evidence"]
+
+
+def test_the_collapse_row_splits_the_fall_into_effective_dimension_and_v_tilde_over_v():
+    r = _passing()
+    for x in r["runs"]:  # d_eff halves while V~ / V doubles: the ratio holds, nothing collapses
+        x["dynamics"][0].update({"V~": 0.1, "V": 1.0, "d_eff": 10.0})
+        x["dynamics"][-1].update({"V~": 0.2, "V": 1.0, "d_eff": 5.0})
+    evidence = verdict(r)["claims"][0]["evidence"]
+    assert "d_eff x0.50, V~ / V x2.00" in evidence

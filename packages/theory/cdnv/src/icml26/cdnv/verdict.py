@@ -109,6 +109,17 @@ def _ratio_of(r: dict, d: str, encoder: str) -> tuple[float, float, float]:
                      if x["dataset"] == d and x["encoder"] == encoder])  # fmt: skip
 
 
+def _factors(runs: list) -> str:
+    """How the ratio's change splits (mean over seeds of end / start): the effective dimension
+    and V~ / V, which the paper reads as directional collapse on its own."""
+    pairs = [(x["dynamics"][0], x["dynamics"][-1]) for x in runs]
+    if not all("d_eff" in a and "V~" in a for a, _ in pairs):
+        return ""
+    d_eff = np.mean([b["d_eff"] / a["d_eff"] for a, b in pairs])
+    rel = np.mean([(b["V~"] / b["V"]) / (a["V~"] / a["V"]) for a, b in pairs])
+    return f": d_eff x{d_eff:.2f}, V~ / V x{rel:.2f}"
+
+
 def _collapse_row(r: dict) -> dict:
     parts, ok, n = [], 0, 0
     for d, o, runs in _cells(r):
@@ -121,7 +132,7 @@ def _collapse_row(r: dict) -> dict:
         n += 1
         parts.append(
             f"{d}/{o} {_fmt(interval(start))} -> {_fmt(end_ci)} "
-            f"(x{math.exp(log_change[0]):.2f}){'' if passed else ' FAIL'}"
+            f"(x{math.exp(log_change[0]):.2f}{_factors(runs)}){'' if passed else ' FAIL'}"
         )
     nulls = "; ".join(f"{d}: raw pixels {_fmt(_ratio_of(r, d, 'raw pixels'))}, {ORACLE} "
                       f"{_fmt(_ratio_of(r, d, ORACLE))}" for d in r["datasets"])  # fmt: skip
