@@ -128,9 +128,31 @@ def test_a_diverged_method_never_matches(sampling):
 
 
 def test_a_diverged_prior_work_leaves_the_markov_row_untestable():
-    """Prior work that diverges cannot show the rate the claim compares with."""
-    claims = verdict(_results({("markov", PROBLEMS[0]): {"prior": None}}))["claims"]
-    assert claims[1]["verdict"] == "untestable here" and "1/2 problems" in claims[1]["evidence"]
+    """Prior work that diverges cannot show the rate the claim compares with: on every problem,
+    the row is untestable; on one, the method's miss there is inconclusive."""
+    claims = verdict(_results({("markov", k): {"prior": None} for k in PROBLEMS}))["claims"]
+    assert claims[1]["verdict"] == "untestable here" and "0/2 problems" in claims[1]["evidence"]
+    claims = verdict(_results({("markov", PROBLEMS[0]): {"prior": None, "slope": -0.5}}))["claims"]
+    assert claims[1]["verdict"] == "partly" and "inconclusive on 1" in claims[1]["evidence"]
+
+
+def test_a_miss_counts_only_where_the_tuned_baseline_shows_the_rate():
+    """The control reads the claim's own rule (interval end), problem by problem: a baseline
+    whose interval only reaches -0.8 with its lower end does not show the rate."""
+    straddling = {"slope": -0.5}
+    results = _results({("iid", k): straddling for k in PROBLEMS})
+    results["studies"]["iid"][PROBLEMS[0]]["best last-iterate slope"] = _slope(-0.8)
+    judged = verdict(results)
+    assert judged["controls"][0]["passed"] and "1/2 problems" in judged["controls"][0]["evidence"]
+    # missed where the baseline shows the rate, inconclusive where it does not
+    assert judged["claims"][0]["verdict"] == summarise(["not reproduced", "inconclusive"])
+    assert "Met on 0/2 problems, inconclusive on 1" in judged["claims"][0]["evidence"]
+    results["studies"]["iid"][PROBLEMS[0]]["best last-iterate slope"] = _slope(-1.0)
+    assert verdict(results)["claims"][0]["verdict"] == "not reproduced"  # shown on both
+    for r in results["studies"]["iid"].values():
+        r["best last-iterate slope"] = _slope(-0.8)
+    judged = verdict(results)  # no problem shows the rate: the control fails
+    assert judged["claims"][0]["verdict"] == "untestable here"
 
 
 def test_verdict_is_pure():
