@@ -9,7 +9,6 @@ from icml26.testing import assert_rejects
 from icml26.varjepa import FeatureTokenizer, elbo_terms
 
 RETURNED = {
-    "EncodedRows": "FeatureTokenizer.transform returns it",
     "ProbeResult": "fit_probe returns it",
     "Split": "split_table returns it",
 }
@@ -130,3 +129,16 @@ def test_tables_models_and_their_helpers_name_inputs_of_the_wrong_kind():
     terms = model.elbo(rows, V.sample_masks(len(rows), 2, torch.Generator().manual_seed(0)))
     assert isinstance(terms, V.ElboTerms)  # a record the model returns
     assert isinstance(V.__version__, str) and V.__version__
+
+
+def test_encoded_rows_built_by_hand_are_checked():
+    from icml26.varjepa.tokenizer import EncodedRows
+
+    num, miss, cat = torch.zeros(3, 2), torch.zeros(3, 2, dtype=torch.bool), torch.ones(3, 1).long()
+    EncodedRows(num, miss, cat)
+    assert_rejects(lambda: EncodedRows(num.fill_(float("nan")), miss, cat), "num")
+    assert_rejects(lambda: EncodedRows(torch.zeros(3, 2), miss[:, :1], cat), "num_missing")
+    assert_rejects(lambda: EncodedRows(torch.zeros(3, 2), miss, cat.float()), "cat")
+    assert_rejects(lambda: EncodedRows(torch.zeros(3, 2), miss, -cat), "cat")
+    assert_rejects(lambda: EncodedRows(torch.zeros(3, 2), miss, cat[:2]), ["num", "cat"])
+    assert_rejects(lambda: EncodedRows(torch.zeros(3), miss, cat), "num")

@@ -34,6 +34,30 @@ class EncodedRows:
     num_missing: torch.Tensor
     cat: torch.Tensor
 
+    def __post_init__(self):
+        # Rows a user may build by hand: shapes and dtypes always (free), values on the CPU only
+        # (a scan of a device tensor would wait on the device at every batch).
+        for name in ("num", "num_missing", "cat"):
+            t = getattr(self, name)
+            if not torch.is_tensor(t) or t.ndim != 2:
+                raise TypeError(f"EncodedRows.{name} must be a 2-D tensor (rows, columns)")
+        if not self.num.is_floating_point():
+            raise TypeError(f"EncodedRows.num must be floating point, got {self.num.dtype}")
+        if self.num_missing.dtype != torch.bool or self.num_missing.shape != self.num.shape:
+            raise ValueError(f"EncodedRows.num_missing must be bool of num's shape "
+                             f"{tuple(self.num.shape)}, got {self.num_missing.dtype} "
+                             f"{tuple(self.num_missing.shape)}")  # fmt: skip
+        if self.cat.dtype != torch.int64:
+            raise TypeError(f"EncodedRows.cat must be int64 codes, got {self.cat.dtype}")
+        if self.cat.shape[0] != self.num.shape[0]:
+            raise ValueError(f"EncodedRows: num has {self.num.shape[0]} rows, cat "
+                             f"{self.cat.shape[0]}")  # fmt: skip
+        if self.num.device.type == "cpu" and not bool(torch.isfinite(self.num).all()):
+            raise ValueError("EncodedRows.num holds NaN or inf: missing values are 0 in num and "
+                             "True in num_missing")  # fmt: skip
+        if self.cat.device.type == "cpu" and bool((self.cat < 0).any()):
+            raise ValueError("EncodedRows.cat holds negative codes (0 is the missing category)")
+
     def __len__(self) -> int:
         return self.num.shape[0]
 
