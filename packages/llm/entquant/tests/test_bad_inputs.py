@@ -9,7 +9,6 @@ from icml26.entquant import load_compressed, quantize, quantize_linear
 from icml26.testing import assert_rejects
 
 RETURNED = {
-    "EncodedCodes": "encode returns it",
     "LayerReport": "quantize reports it",
     "QuantizeReport": "quantize returns it",
     "QuantizedWeight": "quantize_linear returns it",
@@ -103,3 +102,16 @@ def test_codes_layers_caches_and_files_name_bad_inputs(tmp_path):
     assert_rejects(lambda: save_compressed(nn.Linear(2, 2), tmp_path / "out"), "EntQuantLinear")
     missing = tmp_path / "none"
     assert_rejects(lambda: compress_streaming(missing, tmp_path / "o", 1.0), "config.json")
+
+
+def test_encoded_codes_with_a_wrong_shape_are_named():
+    from icml26.entquant.coding import EncodedCodes, decode, encode
+
+    enc = encode(torch.randint(0, 7, (8, 16), dtype=torch.uint8))
+    assert decode(enc).shape == (8, 16)
+    bigger = EncodedCodes(enc.words, enc.starts, enc.freqs, (80, 160), enc.prob_bits)
+    assert_rejects(lambda: decode(bigger), ["shape", "12800"])
+    assert_rejects(lambda: EncodedCodes(enc.words, enc.starts, enc.freqs, (8, 0)), "shape")
+    assert_rejects(lambda: EncodedCodes(enc.words, enc.starts, enc.freqs, [8, 16]), "shape")
+    assert_rejects(lambda: EncodedCodes(enc.words, enc.starts, enc.freqs[:10], (8, 16)), "freqs")
+    assert_rejects(lambda: EncodedCodes(enc.words[None], enc.starts, enc.freqs, (8, 16)), "words")

@@ -44,6 +44,24 @@ class EncodedCodes:
     shape: tuple[int, ...]
     prob_bits: int | None = None
 
+    def __post_init__(self):
+        # Records users may assemble from stored tensors: a malformed one must be named here,
+        # not as an IndexError inside the decoder. (Stream offsets are checked by the decoders.)
+        for name in ("words", "starts", "freqs"):
+            t = getattr(self, name)
+            if not torch.is_tensor(t) or t.ndim != 1:
+                raise TypeError(f"EncodedCodes.{name} must be a 1-D tensor")
+        if self.freqs.numel() != ALPHABET:
+            raise ValueError(f"EncodedCodes.freqs must hold {ALPHABET} counts (uint8 codes), got "
+                             f"{self.freqs.numel()}")  # fmt: skip
+        shape = self.shape
+        if (
+            not isinstance(shape, tuple)
+            or not shape
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape)
+        ):
+            raise ValueError(f"EncodedCodes.shape must be a tuple of positive ints, got {shape!r}")
+
     @property
     def num_symbols(self) -> int:
         return int(np.prod(self.shape))
@@ -99,16 +117,25 @@ def decode(enc: EncodedCodes, device: str | torch.device | None = None) -> torch
     if not isinstance(enc, EncodedCodes):
         raise TypeError(f"enc must be the EncodedCodes encode returns, got {type(enc).__name__}")
     device = torch.device(device) if device is not None else enc.words.device
-    if device.type == "cpu" and os.environ.get("ICML26_KERNELS", "auto") == "auto":
-        sym = rans_decode_numpy(enc.words, enc.starts, enc.freqs, enc.num_symbols, enc.prob_bits)
-        return sym.to(torch.uint8).reshape(enc.shape)
-    sym = rans_decode(
-        enc.words.to(device),
-        enc.starts.to(device),
-        enc.freqs.to(device),
-        enc.num_symbols,
-        enc.prob_bits,
-    )
+    try:
+        if device.type == "cpu" and os.environ.get("ICML26_KERNELS", "auto") == "auto":
+            sym = rans_decode_numpy(
+                enc.words, enc.starts, enc.freqs, enc.num_symbols, enc.prob_bits
+            )
+        else:
+            sym = rans_decode(
+                enc.words.to(device),
+                enc.starts.to(device),
+                enc.freqs.to(device),
+                enc.num_symbols,
+                enc.prob_bits,
+            )
+    except IndexError:
+        # a lane read past its words: the streams hold fewer codes than the shape asks for
+        raise ValueError(
+            f"enc.shape {enc.shape} asks for {enc.num_symbols} codes, more than its "
+            f"{enc.starts.numel() - 1} streams hold: the shape does not match the coded matrix"
+        ) from None
     return sym.to(torch.uint8).reshape(enc.shape)
 
 
