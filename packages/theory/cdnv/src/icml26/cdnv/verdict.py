@@ -178,7 +178,8 @@ MIN_INFORMATIVE = 20
 def _holds_row(r: dict) -> dict:
     """Judged where the authors' bound says something (below 1) about a trained encoder (SSL or
     supervised): a bound at or above 1 holds trivially, and the references' points (the oracle's
-    above all, 12-143x below its bound) test the formula on features it was never in doubt for."""
+    above all, its error one to two orders of magnitude below its bound) test the formula on
+    features it was never in doubt for."""
     pts = {v: list(_points(r, v)) for v in ("authors", "ours")}
     useful = {v: [p for p in pts[v] if p[6] < 1] for v in pts}
     held = {v: sum(p[6] >= p[5] for p in useful[v]) for v in pts}
