@@ -204,3 +204,21 @@ def test_predict_anndata_names_what_is_not_a_model_slide_or_anndata():
     assert_rejects(lambda: H.predict_anndata(model, np.ones((3, 4))), "slide")
     assert_rejects(lambda: H.predict_anndata("model", slide), "model")
     assert_rejects(lambda: H.predict_anndata(model, slide, template={"obs": 1}), "template")
+
+
+def _demo_config(**kw):
+    from icml26.hist.study import DemoConfig
+
+    return DemoConfig(**kw)
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda: H.TrainConfig(slides_per_step=0), "slides_per_step"),
+        (lambda: _demo_config(dim=4).validate(), "dim"),
+    ],
+)
+def test_config_messages_name_the_one_bad_field(make, name):
+    err = assert_rejects(make, name)
+    assert str(err).startswith(f"{name} must"), err

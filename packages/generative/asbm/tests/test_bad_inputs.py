@@ -142,3 +142,15 @@ def test_path_and_distance_metrics_name_bad_inputs():
     assert_rejects(lambda: straightness([X, X * float("nan")]), "NaN")
     assert_rejects(lambda: frechet_distance("net", X, X), "FeatureNet")
     assert_rejects(lambda: frechet_distance(FeatureNet(3, 2), X, X), "net")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("sigma", 0.0), ("prior_scale", -1.0), ("hidden", 0), ("unet_width", 12), ("seeds", ())],
+)
+def test_demo_config_names_the_one_bad_field(field, value):
+    from icml26.asbm.study import DemoConfig, _check
+
+    err = assert_rejects(lambda: _check(DemoConfig(**{field: value})), field)
+    others = {"sigma", "prior_scale", "hidden", "unet_width"} - {field}
+    assert not any(f"{o} must" in str(err) for o in others), err

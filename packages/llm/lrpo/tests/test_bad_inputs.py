@@ -128,3 +128,18 @@ def test_training_names_a_policy_or_split_of_the_wrong_kind():
     assert_rejects(lambda: R.train_grpo(None, split, R.GRPOConfig()), "policy")
     assert_rejects(lambda: R.evaluate(None, [make_question("add", "en", (1, 2))]), "policy")
     assert_rejects(lambda: R.evaluate(None, []), "questions")
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda: R.router.RouterSchedule(tau_min=0.0), "tau_min"),
+        (lambda: R.router.RouterSchedule(eps_init=1.5), "eps_init"),
+        (lambda: R.router.RouterSchedule(eps_decay=0.0), "eps_decay"),
+        (lambda: R.policy.GPTConfig(n_layer=0).check(), "n_layer"),
+        (lambda: R.train.PretrainConfig(batch=0), "batch"),
+    ],
+)
+def test_config_messages_name_the_one_bad_field(make, name):
+    err = assert_rejects(make, name)
+    assert str(err).startswith(f"{name} must"), err

@@ -58,7 +58,7 @@ def test_pretrain_train_resume_evaluate(tmp_path, capsys):
         (["train", "--out", "{tmp}/none", "--G", "3", "--orig-min", "4"], "orig_min"),
         (["evaluate", "--checkpoint", "{tmp}/missing"], "not a CharGPT folder"),
         (["evaluate", "--test-per-cell", "0"], "--test-per-cell"),
-        (["pretrain", "--steps", "0"], "steps and batch must be >= 1"),
+        (["pretrain", "--steps", "0"], "steps must be >= 1, got 0"),
     ],
 )
 def test_bad_input_is_a_clear_error(tmp_path, capsys, args, message):

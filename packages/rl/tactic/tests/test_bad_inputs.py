@@ -134,3 +134,17 @@ def test_matchings_predictor_training_and_evaluation_name_bad_values():
     assert_rejects(lambda: train_predictor(None, obs[0], labels), "obs")
     assert_rejects(lambda: train_predictor(None, obs, labels, steps=0), "steps")
     assert_rejects(lambda: train_predictor(None, obs, labels, holdout=1.0), "holdout")
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [("codes", {"codes": 0}), ("buffer", {"buffer": 0}), ("td_lambda", {"td_lambda": 2.0})],
+)
+def test_messages_name_the_one_bad_argument(name, kwargs):
+    from icml26.tactic.abstraction import TrajectoryVQVAE
+    from icml26.tactic.train import TrainConfig
+
+    make = (lambda: TrajectoryVQVAE(4, **kwargs)) if name == "codes" else \
+        (lambda: TrainConfig(**kwargs).check())  # fmt: skip
+    err = assert_rejects(make, name)
+    assert str(err).startswith(f"{name} must"), err

@@ -146,8 +146,9 @@ class DemoConfig(DemoOptions):
         bad = [p for p in self.parts if p not in PARTS]
         if bad or not self.parts:
             raise ValueError(f"parts must be a non-empty subset of {PARTS}, got {self.parts}")
-        if self.seeds < 1 or self.dim < 8 or self.steps < 1:
-            raise ValueError("seeds and steps must be >= 1 and dim >= 8")
+        for name, low in (("seeds", 1), ("steps", 1), ("dim", 8)):
+            if getattr(self, name) < low:
+                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
         if not self.her2st_lrs or any(not lr > 0 for lr in self.her2st_lrs):
             raise ValueError(f"her2st_lrs must be positive numbers, got {self.her2st_lrs}")
         if not self.her2st_step_caps or any(c < 1 for c in self.her2st_step_caps):

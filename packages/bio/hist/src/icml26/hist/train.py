@@ -63,8 +63,9 @@ class TrainConfig:
     """Seed of every random choice in training."""
 
     def __post_init__(self):
-        if self.steps < 1 or self.slides_per_step < 1:
-            raise ValueError("steps and slides_per_step must be >= 1")
+        for name in ("steps", "slides_per_step"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if not 0 <= self.spot_dropout < 1:

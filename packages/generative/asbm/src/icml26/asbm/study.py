@@ -355,12 +355,17 @@ def _check(cfg: DemoConfig) -> None:
             raise ValueError(
                 f"steps must include {VERDICT_STEPS} (the claims are about them), got {c.steps}"
             )
-        if not c.seeds or (c.images and not c.face_seeds):
-            raise ValueError("seeds (and face_seeds when images run) must not be empty")
-        if not c.sigma > 0 or not c.prior_scale > 0:
-            raise ValueError("sigma and prior_scale must be positive")
-        if c.hidden < 1 or c.unet_width < 8 or c.unet_width % 8:
-            raise ValueError("hidden must be >= 1 and unet_width a multiple of 8")
+        if not c.seeds:
+            raise ValueError("seeds must not be empty")
+        if c.images and not c.face_seeds:
+            raise ValueError("face_seeds must not be empty when the image studies run")
+        for name in ("sigma", "prior_scale"):
+            if not getattr(c, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(c, name)}")
+        if c.hidden < 1:
+            raise ValueError(f"hidden must be >= 1, got {c.hidden}")
+        if c.unet_width < 8 or c.unet_width % 8:
+            raise ValueError(f"unet_width must be a positive multiple of 8, got {c.unet_width}")
         for name in ("vector", "image", "face"):
             getattr(c, name).check(name)
 

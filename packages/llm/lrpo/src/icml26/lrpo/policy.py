@@ -54,8 +54,9 @@ class GPTConfig:
     def check(self) -> None:
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
-        if min(self.block_size, self.n_layer, self.n_head) < 1:
-            raise ValueError("block_size, n_layer and n_head must be >= 1")
+        for name in ("block_size", "n_layer", "n_head"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 class Block(nn.Module):

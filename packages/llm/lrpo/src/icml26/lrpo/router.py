@@ -170,10 +170,15 @@ class RouterSchedule:
             raise ValueError(f"alpha must be in (0, 1], got {self.alpha}")
         if self.update_every < 1:
             raise ValueError(f"update_every must be >= 1, got {self.update_every}")
-        if not (self.tau_min > 0 and self.tau_init > 0 and 0 < self.tau_decay <= 1):
-            raise ValueError("tau_init and tau_min must be > 0 and tau_decay in (0, 1]")
-        if not (0 <= self.eps_min <= 1 and 0 <= self.eps_init <= 1 and 0 < self.eps_decay <= 1):
-            raise ValueError("eps_init and eps_min must be in [0, 1] and eps_decay in (0, 1]")
+        for name in ("tau_init", "tau_min"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("eps_init", "eps_min"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        for name in ("tau_decay", "eps_decay"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
 
     def tau(self, t: int) -> float:
         return max(self.tau_min, self.tau_init * self.tau_decay**t)

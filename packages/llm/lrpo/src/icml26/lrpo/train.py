@@ -67,9 +67,11 @@ class PretrainConfig:
         self.check()
 
     def check(self) -> None:
-        if self.steps < 1 or self.batch < 1 or not self.lr > 0:
-            raise ValueError(f"steps and batch must be >= 1 and lr > 0, got steps={self.steps}, "
-                             f"batch={self.batch}, lr={self.lr}")  # fmt: skip
+        for name in ("steps", "batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
         if not 0 <= self.cross_lingual <= 1:
             raise ValueError(f"cross_lingual must be in [0, 1], got {self.cross_lingual}")
 

@@ -52,8 +52,9 @@ class TrajectoryVQVAE(nn.Module):
     def __init__(self, in_dim: int, codes: int = 16, dim: int = 16, hidden: int = 64,
                  beta: float = 0.25, coverage: float = 0.1):  # fmt: skip
         super().__init__()
-        if min(in_dim, codes, dim, hidden) < 1:
-            raise ValueError("in_dim, codes, dim and hidden must be >= 1")
+        for name, value in (("in_dim", in_dim), ("codes", codes), ("dim", dim), ("hidden", hidden)):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
         self.beta, self.coverage = beta, coverage
         self.encoder = nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, dim))
         self.decoder = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, in_dim))

@@ -89,14 +89,16 @@ class TrainConfig(DeviceOption):
     seed: int = 0
 
     def check(self) -> None:
-        if min(self.steps, self.num_envs, self.updates_per_rollout, self.batch, self.buffer,
-               self.eval_every, self.eval_episodes, self.final_eval_episodes,
-               self.save_every) < 1:  # fmt: skip
-            raise ValueError("steps, num_envs, updates_per_rollout, batch, buffer, eval_every, "
-                             "eval_episodes, final_eval_episodes and save_every must be "
-                             ">= 1")  # fmt: skip
-        if not (0 < self.gamma <= 1 and 0 <= self.td_lambda <= 1 and self.lr > 0):
-            raise ValueError("0 < gamma <= 1, 0 <= td_lambda <= 1 and lr > 0 needed")
+        for name in ("steps", "num_envs", "updates_per_rollout", "batch", "buffer", "eval_every",
+                     "eval_episodes", "final_eval_episodes", "save_every"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 < self.gamma <= 1:
+            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+        if not 0 <= self.td_lambda <= 1:
+            raise ValueError(f"td_lambda must be in [0, 1], got {self.td_lambda}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
         if not (0 <= self.eps_end <= self.eps_start <= 1 and 0 < self.eps_anneal_frac <= 1):
             raise ValueError("0 <= eps_end <= eps_start <= 1 and 0 < eps_anneal_frac <= 1 needed")
         if not 0 < self.pretrain_frac < 1:
