@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from icml26.santa import disable_santa, enable_santa, tiny_llama
-from icml26.santa.attention import key_ranges_from_mask
+from icml26.santa.attention import key_ranges_from_mask, operating_point
 from icml26.santa.study import _cache_kw
 
 
@@ -29,6 +29,52 @@ def test_generate_runs_with_santa_decode_and_dense_prefill(model):
     disable_santa(model)
     assert model.config._attn_implementation == "sdpa"
     assert not any(hasattr(m, "santa_state") for m in model.modules())
+
+
+def _record_budgets(monkeypatch):
+    """(S, block_n, cache length) of every decode call, read where the op is called."""
+    from icml26.kernels.santa import santa_decode
+
+    seen, inner = [], santa_decode.compiled
+
+    def spy(q, k, v, S, mode, block_n, **kw):
+        seen.append((S, block_n, k.shape[2]))
+        return inner(q, k, v, S, mode, block_n, **kw)
+
+    monkeypatch.setattr(santa_decode, "compiled", spy)
+    return seen
+
+
+def test_the_default_follows_the_paper_operating_point_as_the_cache_grows(model, monkeypatch):
+    seen = _record_budgets(monkeypatch)
+    ids = torch.randint(0, 256, (1, 60), generator=torch.Generator().manual_seed(5))
+    state = enable_santa(model)
+    with torch.no_grad():
+        model.generate(ids, max_new_tokens=8, do_sample=False)
+    disable_santa(model)
+    assert state.num_samples is None and state.draws_per_tile == 16
+    lengths = sorted({n for _, _, n in seen})
+    assert lengths == list(range(61, 68))  # 7 decode steps after the prefill's token
+    for S, block_n, n in seen:
+        assert (S, block_n) == operating_point(n) == (16 * -(-n // 32), 32)
+    assert {S for S, _, _ in seen} == {16 * 2, 16 * 3}  # one more tile past 64 keys
+
+
+def test_a_fixed_budget_and_other_draws_per_tile(model, monkeypatch):
+    seen = _record_budgets(monkeypatch)
+    ids = torch.randint(0, 256, (1, 60), generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        enable_santa(model, num_samples=8)
+        model.generate(ids, max_new_tokens=3, do_sample=False)
+        fixed = list(seen)
+        seen.clear()
+        enable_santa(model, draws_per_tile=4, block_n=16)
+        model.generate(ids, max_new_tokens=3, do_sample=False)
+    disable_santa(model)
+    assert {(S, b) for S, b, _ in fixed} == {(8, 32)}  # tile size: the authors' for the length
+    assert {(S, b) for S, b, _ in seen} == {(4 * 4, 16)}  # 61 and 62 keys: 4 tiles of 16
+    with pytest.raises(ValueError, match="not both"):
+        enable_santa(model, num_samples=8, draws_per_tile=4)
 
 
 def test_many_samples_approach_dense_decode(model):
@@ -232,3 +278,21 @@ def test_smollm2_decode_with_many_draws_matches_dense_and_the_operating_point_re
     assert (many - dense).abs().max() < 2e-2
     assert state.calls == 30 and (S, block_n) == (16 * 22, 32)
     assert 0.05 < state.read_fraction < 1
+
+
+@pytest.mark.slow
+def test_smollm2_generates_at_the_default_operating_point(monkeypatch):
+    from icml26.santa import load_smollm2
+    from icml26.santa.model import corpus_text
+
+    model, tok = load_smollm2()
+    ids = tok(corpus_text(), return_tensors="pt").input_ids[:, :400]
+    with torch.no_grad():
+        dense = model.generate(ids, max_new_tokens=4, do_sample=False)
+        seen = _record_budgets(monkeypatch)
+        state = enable_santa(model)
+        santa = model.generate(ids, max_new_tokens=4, do_sample=False)
+        disable_santa(model)
+    assert santa.shape == dense.shape == (1, 404)
+    assert {(S, b) for S, b, _ in seen} == {(16 * 13, 32)}  # 401-403 keys: 13 tiles of 32
+    assert state.calls == 30 * 3 and 0.05 < state.read_fraction < 1

@@ -13,9 +13,11 @@ seed and the counters are device tensors updated in place: no host sync per step
 compiled decode step (static cache, ``fullgraph=True``) keeps SANTA in its graph. Models with
 attention-logit soft-capping are refused.
 
-    enable_santa(model, num_samples=64, mode="tile_fixed")
+    enable_santa(model)  # the paper's operating point: 16 draws per tile, S grows with the cache
     model.generate(**inputs, max_new_tokens=32)
     disable_santa(model)
+
+    enable_santa(model, num_samples=64, block_n=64)  # a fixed budget S at every cache length
 """
 
 from collections.abc import Callable
@@ -29,6 +31,9 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from icml26.kernels.santa import MODES, santa_decode
 
 IMPLEMENTATION = "santa"
+DRAWS_PER_TILE = 16
+"""The paper's operating point: about 16 draws per tile (S = 256 at 512 keys with 32-key tiles,
+S = 2048 at 32K keys with 256-key tiles)."""
 
 
 @dataclass
@@ -39,14 +44,20 @@ class SantaState:
     step never waits on the device and ``torch.compile`` traces the attention as one graph; the
     properties read them (one sync each)."""
 
-    num_samples: int = 64
+    num_samples: int | None = None
+    """A fixed S at every decode step; None (the default): S follows the cache, ``draws_per_tile``
+    draws for each of its tiles."""
     mode: str = "tile_fixed"
-    block_n: int = 64
+    block_n: int | None = None
+    """Keys per tile; None: the authors' tile size for the cache's length (``official_block_n``)."""
     seed: int = 0
     enabled: bool = True
     capture: Callable | None = None
     """Called as capture(module, q, k, v) on every decode call (for analysis; breaks a
     compiled graph)."""
+    draws_per_tile: int | None = None
+    """Draws per tile of the cache when ``num_samples`` is None (DRAWS_PER_TILE, the paper's
+    operating point, when neither is given)."""
     previous_implementation: str | None = field(default=None, repr=False)
     step: torch.Tensor | None = field(default=None, repr=False)
     """The next call's seed, ``seed + calls`` (int64, incremented in place after each call)."""
@@ -59,12 +70,28 @@ class SantaState:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
 
-        positive("num_samples")
-        positive("block_n")  # keys per tile
+        if self.num_samples is not None and self.draws_per_tile is not None:
+            raise ValueError(
+                f"give num_samples (a fixed S, got {self.num_samples!r}) or draws_per_tile (S "
+                f"grows with the cache, got {self.draws_per_tile!r}), not both"
+            )
+        if self.num_samples is None and self.draws_per_tile is None:
+            self.draws_per_tile = DRAWS_PER_TILE
+        positive("num_samples" if self.num_samples is not None else "draws_per_tile")
+        if self.block_n is not None:
+            positive("block_n")  # keys per tile
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"seed must be an integer, got {self.seed!r}")
+
+    def budget(self, n_keys: int) -> tuple[int, int]:
+        """(S, block_n) of a decode step over a cache of ``n_keys`` keys (a static cache counts
+        its full length: the visible length lives on the device, and reading it would sync)."""
+        block_n = self.block_n if self.block_n is not None else official_block_n(n_keys)
+        if self.num_samples is not None:
+            return self.num_samples, block_n
+        return self.draws_per_tile * -(-n_keys // block_n), block_n
 
     def _on(self, device: torch.device) -> None:
         if self.step is None:
@@ -176,13 +203,14 @@ def santa_attention_forward(
     # Padding, a static cache's tail, a sliding window: sampled around, per sequence.
     start, end = key_ranges_from_mask(attention_mask, N, B)
     state._on(query.device)
+    S, block_n = state.budget(N)  # host ints: the cache's shape, no sync
     res = santa_decode.compiled(
         q,
         key,
         value,
-        state.num_samples,
+        S,
         state.mode,
-        state.block_n,
+        block_n,
         seed=state.step,
         scale=scaling,
         key_start=start,
@@ -215,14 +243,12 @@ def official_block_n(n_keys: int) -> int:
     return 32 if n_keys <= 3072 else 256
 
 
-def operating_point(n_keys: int, draws_per_tile: int = 16) -> tuple[int, int]:
+def operating_point(n_keys: int, draws_per_tile: int = DRAWS_PER_TILE) -> tuple[int, int]:
     """(num_samples, block_n) at the paper's operating point for a cache of ``n_keys``: the
     official tile size and ``draws_per_tile`` draws per tile (~16 in the paper: S = 256 at 512
-    keys with 32-key tiles, S = 2048 at 32K keys with 256-key tiles)."""
-    if n_keys < 1 or draws_per_tile < 1:
-        raise ValueError(f"n_keys and draws_per_tile must be >= 1, got {n_keys}, {draws_per_tile}")
-    block_n = official_block_n(n_keys)
-    return draws_per_tile * -(-n_keys // block_n), block_n
+    keys with 32-key tiles, S = 2048 at 32K keys with 256-key tiles). What ``enable_santa``'s
+    default uses at every decode step."""
+    return SantaState(draws_per_tile=draws_per_tile).budget(n_keys)  # both checked there
 
 
 def _attention_modules(model) -> list:
@@ -241,14 +267,22 @@ def _set_implementation(model, name: str) -> None:
 
 def enable_santa(
     model,
-    num_samples: int = 64,
+    num_samples: int | None = None,
     mode: str = "tile_fixed",
-    block_n: int = 64,
+    block_n: int | None = None,
     seed: int = 0,
     capture: Callable | None = None,
+    *,
+    draws_per_tile: int | None = None,
 ) -> SantaState:
-    """Make every decode step of ``model`` use SANTA; returns the shared state (stats inside)."""
-    state = SantaState(num_samples, mode, block_n, seed, capture=capture)  # checks the settings
+    """Make every decode step of ``model`` use SANTA; returns the shared state (stats inside).
+
+    By default each step runs at the paper's operating point for the cache it sees: the
+    authors' tile size and ``draws_per_tile`` (16) draws per tile, so S grows as the cache
+    grows. ``num_samples`` fixes S instead (and ``block_n`` the tile size) at every length."""
+    state = SantaState(
+        num_samples, mode, block_n, seed, capture=capture, draws_per_tile=draws_per_tile
+    )  # checks the settings
     modules = _attention_modules(model)
     if getattr(model.config, "attn_logit_softcapping", None) is not None:
         raise ValueError(_SOFTCAP + f" (this model's config sets attn_logit_softcapping="
