@@ -15,8 +15,10 @@ from icml26.testing import (
     demo_config,
     dispatch,
     finish_demo,
+    integer,
     judge,
     median_time,
+    number,
     print_verdicts,
     run_folder,
     torch_threads,
@@ -27,7 +29,7 @@ from icml26.testing import (
 def test_the_runtime_part_imports_neither_torch_nor_pytest():
     code = (
         "import sys; import icml26.testing as t; "
-        "from icml26.testing import results, report, command, files, timing; "
+        "from icml26.testing import results, report, command, files, timing, checks; "
         "t.judge; t.finish_demo; t.dispatch; t.best_time; t.atomic_write; t.DemoOptions; "
         "print(sorted(m for m in ('torch', 'pytest', 'numpy') if m in sys.modules))"
     )
@@ -241,3 +243,40 @@ def test_demo_command_reads_quick_first_and_device_last():
 
     cfg = Cfg(quick=True, device="cpu", model="tiny")
     assert demo_command("icml26-x", cfg) == "icml26-x demo --quick --model tiny --device cpu"
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: integer("steps", -1, low=0), "steps must be an integer >= 0, got -1"),
+        (lambda: integer("steps", 2.0, low=0), "steps must be an integer >= 0, got 2.0"),
+        (lambda: integer("batch", True, low=1), "batch must be an integer >= 1, got True"),
+        (lambda: integer("k", 5, low=1, high=4), "k must be an integer >= 1 and <= 4, got 5"),
+        (lambda: integer("seed", "1"), "seed must be an integer, got '1'"),
+        (lambda: number("lr", 0.0, above=0), "lr must be a finite number > 0, got 0.0"),
+        (lambda: number("lr", float("nan"), above=0), "lr must be a finite number > 0, got nan"),
+        (lambda: number("beta", float("inf")), "beta must be a finite number, got inf"),
+        (
+            lambda: number("gamma", 1.5, low=0, high=1),
+            "gamma must be a finite number >= 0 and <= 1",
+        ),
+        (
+            lambda: number("p", 1.0, above=0, below=1),
+            "p must be a finite number > 0 and < 1, got 1.0",
+        ),
+        (lambda: number("lr", "1e-3", above=0), "lr must be a finite number > 0, got '1e-3'"),
+        (lambda: number("lr", False, above=0), "lr must be a finite number > 0, got False"),
+    ],
+)
+def test_checks_name_the_one_bad_field_its_rule_and_its_value(call, message):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert str(err.value).startswith(message)
+
+
+def test_checks_return_what_they_accept_at_the_edges():
+    import numpy as np
+
+    assert integer("steps", 0, low=0) == 0 and integer("k", np.int64(4), low=1, high=4) == 4
+    assert number("lr", 1, above=0) == 1.0 and isinstance(number("lr", 1, above=0), float)
+    assert number("gamma", 1.0, low=0, high=1) == 1.0 and number("x", np.float32(-2.5)) == -2.5

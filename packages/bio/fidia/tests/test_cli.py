@@ -65,7 +65,7 @@ def test_train_resume_evaluate_design(tmp_path, capsys):
         (["demo", "--N", "1"], "--N must be >= 2"),
         (["demo", "--backbones", "1ubq"], "--backbones"),
         (["demo", "--temperatures", "0"], "--temperatures"),
-        (["train", "--n", "4", "--N", "8"], "n >= max"),
+        (["train", "--n", "4", "--N", "8"], "n must be an integer >= max(N, 2) = 8, got 4"),
         (["train", "--fixed", "3"], "give --structure"),
         (["train", "--structure", "{tmp}/x.pdb", "--backbones", "5pti"], "not both"),
         (["design", "--N", "0"], "--N must be >= 1"),

@@ -65,7 +65,8 @@ def test_resume_is_exact(tmp_path):
 
 def test_bad_configs_raise():
     # a bad config is refused when it is built, before any training
-    for kwargs, message in [({"n": 4, "N": 8}, "n >= max"), ({"lr": 0}, "lr > 0"),
+    for kwargs, message in [({"n": 4, "N": 8}, r"n must be an integer >= max\(N, 2\) = 8"),
+                            ({"lr": 0}, "lr must be a finite number > 0, got 0"),
                             ({"objective": "ppo"}, "objective")]:  # fmt: skip
         with pytest.raises(ValueError, match=message):
             TrainConfig(**kwargs)

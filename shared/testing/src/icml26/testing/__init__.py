@@ -1,7 +1,8 @@
 """icml26.testing: what every icml26 package shares, in two parts.
 
 The light runtime part (stdlib only; method packages depend on it): the results contract
-(``icml26.testing.results``, with the paired intervals verdicts read), a demo's result assembly
+(``icml26.testing.results``, with the paired intervals verdicts read), argument checks that name
+the one bad field (``checks``: ``integer``, ``number``), a demo's result assembly
 and printing (``report``), the CLI dispatch and the options every demo shares (``command``),
 atomic file writes (``files``) and bench timing (``timing``).
 
@@ -20,6 +21,8 @@ import importlib
 _HOMES = {
     "assert_close": "asserts",
     "assert_rejects": "asserts",
+    "integer": "checks",
+    "number": "checks",
     "check_gradients": "asserts",
     "run_cli": "cli",
     "DemoOptions": "command",

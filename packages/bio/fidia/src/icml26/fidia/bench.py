@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from icml26.testing.checks import integer
 from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 from icml26.testing.timing import best_time, torch_threads
@@ -37,8 +38,9 @@ class BenchConfig(DeviceOption):
 
 def run_bench(cfg: BenchConfig) -> dict:
     """Measure, print and return the ratios (JSON)."""
-    if cfg.n < 2 or cfg.repeats < 1 or cfg.length < 4:
-        raise ValueError("--n must be >= 2, --repeats >= 1 and --length >= 4")
+    integer("--n", cfg.n, low=2)
+    integer("--repeats", cfg.repeats, low=1)
+    integer("--length", cfg.length, low=4)
     device = resolve_device(cfg.device)
     with torch_threads(1, device):  # stable ratios on a shared CPU
         return _measure(cfg, device)

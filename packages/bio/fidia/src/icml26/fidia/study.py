@@ -36,6 +36,7 @@ from icml26.fidia.data import examples_dir
 from icml26.fidia.estimators import maxn_value, passn_value
 from icml26.fidia.toys import gradient_check, train_toy
 from icml26.fidia.verdict import BASE_ARMS, RL_ARMS, TOY_OBJECTIVES
+from icml26.testing.checks import integer, number
 from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
@@ -106,10 +107,11 @@ class DemoConfig(DemoOptions):
             raise ValueError("--steps x --n / len(--temperatures) must be >= --N")
         if not 0 <= self.trainable_layers <= 3:
             raise ValueError(f"--trainable-layers must be in [0, 3], got {self.trainable_layers}")
-        if self.gradient_replicates < 100 or self.judge_orders < 1:
-            raise ValueError("--gradient-replicates must be >= 100 and --judge-orders >= 1")
-        if self.steps < 1 or not self.lr > 0 or self.beta < 0:
-            raise ValueError("--steps must be >= 1, --lr > 0 and --beta >= 0")
+        integer("--gradient-replicates", self.gradient_replicates, low=100)
+        integer("--judge-orders", self.judge_orders, low=1)
+        integer("--steps", self.steps, low=1)
+        number("--lr", self.lr, above=0)
+        number("--beta", self.beta, low=0)
         unknown = sorted(set(self.backbones) - set(MOTIFS))
         if not self.backbones or unknown:
             raise ValueError(f"--backbones must name examples from {sorted(MOTIFS)}, got "

@@ -38,6 +38,7 @@ from icml26.fidia.data import Backbone
 from icml26.fidia.estimators import passn_weights, policy_weights
 from icml26.fidia.policy import MPNNPolicy, atomic_save
 from icml26.fidia.reward import CompositeReward
+from icml26.testing.checks import integer, number
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,13 @@ class TrainConfig:
         if self.objective not in ("maxn", "passn", "grpo", "mean"):
             raise ValueError(f"objective must be maxn, passn, grpo or mean, got "
                              f"{self.objective!r}")  # fmt: skip
-        if self.N < 1 or self.n < max(self.N, 2):
-            raise ValueError(f"need N >= 1 and n >= max(N, 2), got N = {self.N}, n = {self.n}")
-        if self.steps < 0 or not self.lr > 0 or self.beta < 0 or not self.temperature > 0:
-            raise ValueError("need steps >= 0, lr > 0, beta >= 0 and temperature > 0")
+        integer("N", self.N, low=1)
+        if integer("n", self.n, low=2) < self.N:  # each group of n draws yields N-subsets
+            raise ValueError(f"n must be an integer >= max(N, 2) = {self.N}, got {self.n}")
+        integer("steps", self.steps, low=0)
+        number("lr", self.lr, above=0)
+        number("beta", self.beta, low=0)
+        number("temperature", self.temperature, above=0)
 
 
 @dataclass

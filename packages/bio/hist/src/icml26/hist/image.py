@@ -14,6 +14,7 @@
 import numpy as np
 
 from icml26.hist.data import Slide, featurise_patches
+from icml26.testing.checks import integer, number
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -42,8 +43,8 @@ def spot_patches(image, xy, diameter_px: float, size: int = 32) -> np.ndarray:
     xy = np.asarray(xy, dtype=np.float64)
     if xy.ndim != 2 or xy.shape[1] != 2 or not np.isfinite(xy).all():
         raise ValueError(f"xy must be finite (N, 2) pixel coordinates, got {xy.shape}")
-    if not diameter_px > 0 or size < 1:
-        raise ValueError("need diameter_px > 0 and size >= 1")
+    number("diameter_px", diameter_px, above=0)
+    integer("size", size, low=1)
     r = diameter_px / 2
     pad = int(np.ceil(r)) + 1
     padded = np.pad(img, ((pad, pad), (pad, pad), (0, 0)), constant_values=255)

@@ -57,6 +57,7 @@ from icml26.hist.model import HiST, HiSTConfig
 from icml26.hist.synthetic import SyntheticWorld, make_cohort
 from icml26.hist.train import TrainConfig, evaluate, predict, predict_log1p, train
 from icml26.hist.verdict import HER2ST_BASELINES
+from icml26.testing.checks import integer
 from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
@@ -153,10 +154,12 @@ class DemoConfig(DemoOptions):
             raise ValueError(f"her2st_lrs must be positive numbers, got {self.her2st_lrs}")
         if not self.her2st_step_caps or any(c < 1 for c in self.her2st_step_caps):
             raise ValueError(f"her2st_step_caps must be >= 1, got {self.her2st_step_caps}")
-        if self.train_slides < 1 or self.test_slides < 1 or self.spots < 16:
-            raise ValueError("need >= 1 train and test slide and >= 16 spots per slide")
-        if self.her2st_folds < 0 or self.her2st_eval_every < 1 or self.her2st_genes < 2:
-            raise ValueError("need her2st_folds >= 0, her2st_eval_every >= 1, her2st_genes >= 2")
+        integer("train_slides", self.train_slides, low=1)
+        integer("test_slides", self.test_slides, low=1)
+        integer("spots", self.spots, low=16)  # per slide
+        integer("her2st_folds", self.her2st_folds, low=0)
+        integer("her2st_eval_every", self.her2st_eval_every, low=1)
+        integer("her2st_genes", self.her2st_genes, low=2)
         if self.her2st_split not in ("section", "patient"):
             raise ValueError(f"her2st_split must be section or patient, got {self.her2st_split!r}")
         if self.her2st_data is None and self.her2st_sections != DemoConfig.her2st_sections:

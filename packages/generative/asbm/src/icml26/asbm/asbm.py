@@ -558,7 +558,8 @@ def build_net(spec: dict) -> nn.Module:
 
 
 def _check_stage1(rounds, adjoint_steps, corrector_steps, *sizes) -> None:
-    if rounds < 1 or adjoint_steps < 1 or corrector_steps < 0:
-        raise ValueError("need rounds >= 1, adjoint_steps >= 1 and corrector_steps >= 0")
+    positive_int(rounds, "rounds")
+    positive_int(adjoint_steps, "adjoint_steps")
+    positive_int(corrector_steps, "corrector_steps", minimum=0)
     names = ("batch_size", "buffer_size", "corrector_buffer", "resimulate_every")
     positive_ints(**dict(zip(names, sizes, strict=True)))

@@ -2,16 +2,15 @@
 names the argument and what was expected. Shapes and dtypes only inside training loops, so a
 check never adds a device sync to a gradient step."""
 
-import math
 import numbers
 
 import torch
 
+from icml26.testing.checks import integer, number
+
 
 def positive_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer(name, value, low=minimum)
 
 
 def positive_ints(**values) -> None:
@@ -20,11 +19,7 @@ def positive_ints(**values) -> None:
 
 
 def nonnegative_float(value, name: str, positive: bool = False) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (positive and value == 0):
-        raise ValueError(f"{name} must be a finite number {'>' if positive else '>='} 0, "
-                         f"got {value!r}")  # fmt: skip
-    return float(value)
+    return number(name, value, above=0) if positive else number(name, value, low=0)
 
 
 def check_shape(shape) -> tuple[int, ...]:

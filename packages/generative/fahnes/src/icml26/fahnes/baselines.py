@@ -28,6 +28,7 @@ from icml26.fahnes.diffusion import Schedule
 from icml26.fahnes.hypergraph import Hypergraph
 from icml26.fahnes.model import check_counts, draw_edge_budget, node_counts, save_folder
 from icml26.fahnes.nets import Denoiser, mlp
+from icml26.testing.checks import integer
 
 __all__ = ["FlatConfig", "FlatModel", "erdos_renyi_like"]
 
@@ -38,10 +39,10 @@ def erdos_renyi_like(
     """The trivial generator every graph generator must beat: ``count`` uniform G(n, m) graphs,
     m drawn from the training graphs' edge counts, node features drawn uniformly in the training
     features' bounding box (for coordinates: uniform points, no geometry learned)."""
-    if not train or count < 1 or n < 2:
-        raise ValueError(
-            f"need training graphs, count >= 1 and n >= 2; got {len(train)}, {count}, {n}"
-        )
+    if not train:
+        raise ValueError("train must hold at least one training graph, got none")
+    integer("count", count, low=1)
+    integer("n", n, low=2)
     rng = np.random.default_rng(seed)
     pairs = np.array(list(combinations(range(n), 2)))
     x = train[0].x

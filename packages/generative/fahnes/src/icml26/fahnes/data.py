@@ -21,6 +21,7 @@ import torch
 from scipy.spatial import Delaunay
 
 from icml26.fahnes.hypergraph import Hypergraph
+from icml26.testing.checks import integer
 
 __all__ = [
     "hypergraph_sbm",
@@ -49,8 +50,8 @@ def planar_graph(n: int, rng: np.random.Generator) -> Hypergraph:
 
 
 def planar_graphs(count: int, n: int = 64, seed: int = 0) -> list[Hypergraph]:
-    if count < 1 or n < 4:
-        raise ValueError(f"need count >= 1 and n >= 4, got {count}, {n}")
+    integer("count", count, low=1)
+    integer("n", n, low=4)
     rng = np.random.default_rng(seed)
     return [planar_graph(n, rng) for _ in range(count)]
 

@@ -15,6 +15,8 @@ import torch.distributed as dist
 from safetensors.torch import load_file
 from tqdm.auto import tqdm
 
+from icml26.testing.checks import integer
+
 __all__ = ["FitConfig", "fit"]
 
 
@@ -67,8 +69,10 @@ def fit(
     desc: str = "train",
 ) -> dict:
     """Train ``model`` in place; returns {"steps", "best_step", "best_val", "last_loss"}."""
-    if cfg.steps < 1 or cfg.batch < 1 or not examples:
-        raise ValueError("need steps >= 1, batch >= 1 and at least one example")
+    integer("steps", cfg.steps, low=1)
+    integer("batch", cfg.batch, low=1)
+    if not examples:
+        raise ValueError("examples must hold at least one training example, got none")
     rank = dist.get_rank() if dist.is_initialized() else 0
     net = model
     if dist.is_initialized() and dist.get_world_size() > 1:

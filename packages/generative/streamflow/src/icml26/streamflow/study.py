@@ -38,6 +38,7 @@ from icml26.streamflow.model import digits_images, text_to_image, train_flow_mat
 from icml26.streamflow.pipeline import StreamPipeline
 from icml26.streamflow.reference import PeRFlowSequential
 from icml26.streamflow.scheduler import PeRFlowWindows
+from icml26.testing.checks import integer
 from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
@@ -79,10 +80,14 @@ class DemoConfig(DemoOptions):
 
     def validate(self) -> None:
         for c in (self, self.resolved()):
-            if not c.num_steps or min(c.num_steps) < 1 or c.images < 1 or c.train_steps < 0:
-                raise ValueError("num_steps and images must be >= 1, train_steps >= 0")
-            if c.repeats < 1 or c.threads < 1:
-                raise ValueError("repeats and threads must be >= 1")
+            if not c.num_steps:
+                raise ValueError("num_steps must name at least one step count, got none")
+            for n in c.num_steps:
+                integer("num_steps", n, low=1)
+            integer("images", c.images, low=1)
+            integer("train_steps", c.train_steps, low=0)
+            integer("repeats", c.repeats, low=1)
+            integer("threads", c.threads, low=1)
             if not c.guidance_scale > 1.0:
                 raise ValueError(f"guidance_scale must be > 1 (guidance), got {c.guidance_scale}")
 

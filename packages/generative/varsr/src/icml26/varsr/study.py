@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
+from icml26.testing.checks import integer, number
 from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
@@ -52,12 +53,12 @@ class DemoConfig(DemoOptions):
     def check(self) -> None:
         if not self.quick and self.seeds < 2:
             raise ValueError("--seeds must be >= 2 (an interval needs two)")
-        if min(self.tokenizer_steps, self.var_steps, self.espcn_steps, self.batch) < 1 or \
-                self.dpo_steps < 0:  # fmt: skip
-            raise ValueError("--tokenizer-steps, --var-steps, --espcn-steps, --batch >= 1 and "
-                             "--dpo-steps >= 0 needed")  # fmt: skip
-        if self.dpo_weight < 0 or not self.dpo_beta > 0 or not self.lr > 0:
-            raise ValueError("--dpo-weight >= 0, --dpo-beta > 0 and --lr > 0 needed")
+        for name in ("tokenizer_steps", "var_steps", "espcn_steps", "batch"):
+            integer(f"--{name.replace('_', '-')}", getattr(self, name), low=1)
+        integer("--dpo-steps", self.dpo_steps, low=0)
+        number("--dpo-weight", self.dpo_weight, low=0)
+        number("--dpo-beta", self.dpo_beta, above=0)
+        number("--lr", self.lr, above=0)
 
     def quick_settings(self) -> dict:
         return dict(seeds=1, tokenizer_steps=3, var_steps=2, dpo_steps=2, espcn_steps=2,

@@ -31,6 +31,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from icml26.testing.checks import integer, number
 from icml26.varsr.baselines import ESPCN
 from icml26.varsr.data import bicubic_up, downsample
 from icml26.varsr.tokenizer import MultiScaleRQ
@@ -52,10 +53,10 @@ class FitConfig:
         self.check()
 
     def check(self) -> None:
-        if self.steps < 0 or self.batch < 1 or not self.lr > 0 or self.save_every < 0:
-            raise ValueError(f"FitConfig needs steps >= 0, batch >= 1, lr > 0 and save_every >= 0, "
-                             f"got steps={self.steps}, batch={self.batch}, lr={self.lr}, "
-                             f"save_every={self.save_every}")  # fmt: skip
+        integer("steps", self.steps, low=0)
+        integer("batch", self.batch, low=1)
+        number("lr", self.lr, above=0)
+        integer("save_every", self.save_every, low=0)
 
 
 def _check_count(value, name: str) -> None:

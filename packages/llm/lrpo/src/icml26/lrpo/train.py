@@ -42,6 +42,7 @@ from icml26.lrpo.data import (
 from icml26.lrpo.group import grpo_advantages, multilingual_group
 from icml26.lrpo.policy import CharGPT
 from icml26.lrpo.reward import calibrated_reward
+from icml26.testing.checks import integer, number
 
 
 def _rank_world() -> tuple[int, int]:
@@ -143,10 +144,13 @@ class GRPOConfig:
             )
         if not 0 <= self.orig_min <= self.G:
             raise ValueError(f"orig_min must be in [0, G = {self.G}], got {self.orig_min}")
-        if self.steps < 0 or self.questions_per_step < 1 or not self.lr > 0 or self.beta < 0:
-            raise ValueError("steps >= 0, questions_per_step >= 1, lr > 0 and beta >= 0 needed")
-        if not self.temperature > 0 or self.max_new < 1 or self.save_every < 0:
-            raise ValueError("temperature > 0, max_new >= 1 and save_every >= 0 needed")
+        integer("steps", self.steps, low=0)
+        integer("questions_per_step", self.questions_per_step, low=1)
+        number("lr", self.lr, above=0)
+        number("beta", self.beta, low=0)
+        number("temperature", self.temperature, above=0)
+        integer("max_new", self.max_new, low=1)
+        integer("save_every", self.save_every, low=0)
 
     def identity(self) -> dict:
         """Settings a resumed run must share with the run it continues."""

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from icml26.kernels.attention import softmax_attention
 from icml26.kernels.lucid import lucid_attention, lucid_decode, lucid_solve
+from icml26.testing.checks import integer
 from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 from icml26.testing.timing import torch_threads
@@ -140,8 +141,14 @@ def run_bench(cfg: BenchConfig) -> list[dict]:
     cfg = replace(cfg, device=resolve_device(cfg.device))
     cuda = cfg.device.startswith("cuda")
     seq_lens = cfg.seq_lens or ((1024, 2048, 4096, 8192, 16384) if cuda else (128, 256, 512, 1024))
-    if min(seq_lens, default=0) < 1 or cfg.heads % cfg.kv_heads or cfg.repeats < 1:
-        raise ValueError(f"need seq_lens >= 1, heads % kv_heads == 0, repeats >= 1: {cfg}")
+    if not seq_lens:
+        raise ValueError("seq_lens must name at least one sequence length, got none")
+    for T in seq_lens:
+        integer("seq_lens", T, low=1)
+    integer("repeats", cfg.repeats, low=1)
+    integer("kv_heads", cfg.kv_heads, low=1)
+    if cfg.heads % cfg.kv_heads:
+        raise ValueError(f"heads must be a multiple of kv_heads = {cfg.kv_heads}, got {cfg.heads}")
     with torch_threads(1, cfg.device):  # restored after: the caller's setting is theirs
         dtype = torch.bfloat16 if cuda else torch.float32
         print(

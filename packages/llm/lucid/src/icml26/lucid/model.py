@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from icml26.lucid.attention import LucidAttention, LucidCache
+from icml26.testing.checks import number
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,9 @@ class TinyLMConfig:
             raise ValueError(f"dim ({self.dim}) must be a multiple of heads ({self.heads})")
         if self.kind not in ("lucid", "softmax"):
             raise ValueError(f"kind must be 'lucid' or 'softmax', got {self.kind!r}")
-        if not self.temperature > 0 or (self.rope_base is not None and not self.rope_base > 0):
-            raise ValueError(f"temperature and rope_base must be positive, got "
-                             f"{self.temperature}, {self.rope_base}")  # fmt: skip
+        number("temperature", self.temperature, above=0)
+        if self.rope_base is not None:
+            number("rope_base", self.rope_base, above=0)
 
 
 class Block(nn.Module):

@@ -19,6 +19,7 @@ import torch
 
 from icml26.kernels.santa import santa_decode
 from icml26.santa.attention import operating_point
+from icml26.testing.checks import integer
 from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 from icml26.testing.timing import torch_threads
@@ -72,8 +73,9 @@ def _min_ms(fn, repeats: int, device: str) -> float:
 
 def run_bench(cfg: BenchConfig) -> list[dict]:
     device = resolve_device(cfg.device)
-    if any(S < 1 for S in cfg.samples) or cfg.draws_per_tile < 1:
-        raise ValueError("samples and draws_per_tile must be >= 1")
+    for S in cfg.samples:
+        integer("samples", S, low=1)
+    integer("draws_per_tile", cfg.draws_per_tile, low=1)
     if cfg.heads % cfg.kv_heads:
         raise ValueError(f"heads ({cfg.heads}) must be a multiple of kv_heads ({cfg.kv_heads})")
     cuda = device.startswith("cuda")

@@ -45,6 +45,7 @@ from icml26.rerooter.evaluators import Evaluator, NetEvaluator
 from icml26.rerooter.model import TwoHeadedConvNet, atomic_save_tensors
 from icml26.rerooter.rerooters import ClusterRerooter, HeuristicRerooter, MixedRerooter
 from icml26.rerooter.search import SearchResult, sqrt_lts
+from icml26.testing.checks import number
 from icml26.testing.files import atomic_write_text
 
 Method = Literal["lts", "phs_star", "sqrt_lts_h", "sqrt_lts_l", "sqrt_lts_lh"]
@@ -435,8 +436,9 @@ class AuthorsBootstrapConfig:
             raise ValueError(f"mix_epsilon must lie in [0, 1), got {self.mix_epsilon}")
         if not 0 < self.resolved_ratio() <= 1:
             raise ValueError(f"validation_ratio must lie in (0, 1], got {self.validation_ratio}")
-        if not self.lr > 0 or self.bootstrap_factor <= 0 or self.heuristic_weight < 0:
-            raise ValueError("need lr > 0, bootstrap_factor > 0 and heuristic_weight >= 0")
+        number("lr", self.lr, above=0)
+        number("bootstrap_factor", self.bootstrap_factor, above=0)
+        number("heuristic_weight", self.heuristic_weight, low=0)
         if self.max_expansions is not None and self.max_expansions < 1:
             raise ValueError(f"max_expansions must be >= 1 or None, got {self.max_expansions}")
 

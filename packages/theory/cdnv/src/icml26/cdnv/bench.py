@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from icml26.testing.checks import integer
 from icml26.testing.command import DeviceOption
 from icml26.testing.results import resolve_device
 
@@ -158,8 +159,9 @@ def run_bench(cfg: BenchConfig) -> dict:
     run = cfg.resolved()
     if not run.classes or min(run.classes) < 2:
         raise ValueError("classes: give one or more C >= 2")
-    if run.dim < 1 or run.samples < 2 * max(run.classes) or run.chunk < 1:
-        raise ValueError("need dim >= 1, chunk >= 1 and samples >= 2 C")
+    integer("dim", run.dim, low=1)
+    integer("chunk", run.chunk, low=1)
+    integer("samples", run.samples, low=2 * max(run.classes))  # two per class of the largest C
     device = str(resolve_device(cfg.device))
     rows = []
     for C in run.classes:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from icml26.testing.checks import integer, number
+
 
 def _device(device) -> torch.device:
     try:
@@ -70,10 +72,11 @@ class MultitaskGenerator:
     device: str | torch.device = "cpu"
 
     def __post_init__(self):
-        if self.k < 2 or self.nuisance < 0 or self.dim < 1 or self.hidden < 1:
-            raise ValueError("need k >= 2 attributes, nuisance >= 0, dim >= 1 and hidden >= 1")
-        if not 0 <= self.noise < float("inf"):
-            raise ValueError(f"noise must be a finite number >= 0, got {self.noise!r}")
+        integer("k", self.k, low=2)  # attributes
+        integer("nuisance", self.nuisance, low=0)
+        integer("dim", self.dim, low=1)
+        integer("hidden", self.hidden, low=1)
+        number("noise", self.noise, low=0)
         g = torch.Generator().manual_seed(self.seed)
         self.W1 = torch.randn(self.hidden, self.k + self.nuisance, generator=g) / np.sqrt(
             self.k + self.nuisance

@@ -39,6 +39,7 @@ from icml26.cdnv.ssl import ImageAugment, MLPEncoder, SmallCNN, projector
 from icml26.cdnv.stats import class_stats
 from icml26.cdnv.train import train_ssl, train_supervised
 from icml26.cdnv.verdict import ORACLE
+from icml26.testing.checks import integer
 from icml26.testing.command import DemoOptions
 from icml26.testing.results import (
     resolve_device,
@@ -113,10 +114,12 @@ def _check(cfg: DemoConfig) -> None:
             raise ValueError("seeds: give at least one seed")
         if not 2 <= c.heldout_classes <= 8:
             raise ValueError("heldout_classes must lie in [2, 8] (of 10 digit classes)")
-        if min(c.epochs_digits, c.epochs_mnist, c.episodes) < 1 or not c.shots:
-            raise ValueError("epochs and episodes must be >= 1 and shots non-empty")
-        if min(c.shots) < 1:
-            raise ValueError("shots must be >= 1")
+        for name in ("epochs_digits", "epochs_mnist", "episodes"):
+            integer(name, getattr(c, name), low=1)
+        if not c.shots:
+            raise ValueError("shots must name at least one shot count, got none")
+        for m in c.shots:
+            integer("shots", m, low=1)
 
 
 def _geometry(features: torch.Tensor, labels: torch.Tensor) -> dict:

@@ -11,6 +11,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from icml26.cdnv.ssl import LOSSES, Objective
+from icml26.testing.checks import integer, number
 
 
 def train_ssl(
@@ -111,8 +112,9 @@ def train_supervised(
     if len(images) != len(labels) or len(images) < 2:
         raise ValueError(f"images ({len(images)}) and labels ({len(labels)}) must be equally "
                          "long, with at least 2 samples")  # fmt: skip
-    if epochs < 0 or batch_size < 2 or not lr > 0:
-        raise ValueError("epochs must be >= 0, batch_size >= 2 and lr > 0")
+    integer("epochs", epochs, low=0)
+    integer("batch_size", batch_size, low=2)
+    number("lr", lr, above=0)
     classes, targets = torch.unique(labels, return_inverse=True)
     if len(classes) < 2:
         raise ValueError("labels must hold at least 2 classes")

@@ -24,6 +24,8 @@ import pandas as pd
 import torch
 from torch import nn
 
+from icml26.testing.checks import integer
+
 
 @dataclass(frozen=True)
 class EncodedRows:
@@ -252,10 +254,10 @@ class FeatureEmbedding(nn.Module):
 
     def __init__(self, n_numerical: int, cardinalities: list[int], dim: int):
         super().__init__()
-        if n_numerical < 0 or dim < 1 or any(k < 1 for k in cardinalities):
-            raise ValueError(f"FeatureEmbedding needs n_numerical >= 0, dim >= 1 and every "
-                             f"cardinality >= 1, got {n_numerical}, {dim}, "
-                             f"cardinalities {list(cardinalities)}")  # fmt: skip
+        integer("n_numerical", n_numerical, low=0)
+        integer("dim", dim, low=1)
+        for k in cardinalities:
+            integer("cardinalities", k, low=1)  # each categorical column's
         self.n_numerical, self.cardinalities, self.dim = n_numerical, list(cardinalities), dim
         self.num_weight = nn.Parameter(torch.randn(n_numerical, dim) / dim**0.5)
         self.num_bias = nn.Parameter(torch.randn(n_numerical, dim) / dim**0.5)
