@@ -111,7 +111,7 @@ def test_risks_name_bad_scores_labels_priors_and_objectives():
     assert isinstance(L.PURisk(z, z, z), tuple)  # a record the risks return
 
 
-def test_structures_checkpoints_and_fits_name_what_is_wrong(tmp_path):
+def test_structures_checkpoints_and_fits_name_what_is_wrong(tmp_path, monkeypatch):
     junk = _junk(tmp_path)
     pocket = L.Pocket(1, 1.0, 0.5, {d: 1.0 for d in DESCRIPTORS}, (("A", 1),), np.zeros((2, 4)))
     for call in (
@@ -132,7 +132,8 @@ def test_structures_checkpoints_and_fits_name_what_is_wrong(tmp_path):
     args = (np.ones((4, len(DESCRIPTORS))), bags, np.array([0, 1, 0, 0]), np.arange(3))
     assert_rejects(lambda: L.fit(model, *args, np.arange(3, 4), L.TrainConfig(epochs=1), 0.3),
                    "positives")  # fmt: skip
-    assert L.find_slipp(tmp_path / "nowhere") is None  # "not found" is an answer, not an error
+    monkeypatch.delenv("LIPOPU_SLIPP", raising=False)
+    assert L.find_slipp() is None  # "none given" is an answer, not an error
     residues = L.ResidueBag(np.array(["A"]), np.array([1]), np.array(["ALA"]), np.array([0]))
     assert residues.labels() == ["ALA1:A"]  # a record residue_bag returns
 

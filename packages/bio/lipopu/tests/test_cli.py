@@ -74,7 +74,7 @@ def test_train_evaluate_predict(no_slipp, capsys):
         (["demo", "--label-fractions", "0"], "--label-fractions"),
         (["demo", "--prior-factors", "1"], "--prior-factors"),
         (["demo", "--seeds", "1"], "--seeds must be >= 2"),
-        (["train", "--out", "{tmp}/o"], "no SLiPP table found"),
+        (["train", "--out", "{tmp}/o"], "no SLiPP table given"),
         (["train", "--slipp", "{tmp}/missing.csv", "--out", "{tmp}/o"], "missing.csv"),
         (["evaluate", "{tmp}", "--synthetic"], "no config.json"),
         (["predict", "{tmp}/x.pdb", "--checkpoint", "{tmp}"], "no config.json"),

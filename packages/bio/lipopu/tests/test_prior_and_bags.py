@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from sklearn.metrics import roc_auc_score
 
 from icml26.lipopu import (
     CompositionBags,
@@ -19,7 +20,12 @@ from icml26.lipopu import (
     scar_labels,
     synthetic_cohort,
 )
-from icml26.lipopu.baselines import composition_features, elkan_noto_prior, fit_baseline
+from icml26.lipopu.baselines import (
+    composition_features,
+    elkan_noto_prior,
+    estimate_prior,
+    fit_baseline,
+)
 from icml26.lipopu.train import StructureBags
 
 
@@ -31,7 +37,7 @@ def test_elkan_noto_is_exact_with_the_true_labeling_probability():
     assert c == pytest.approx(0.5) and prior == pytest.approx(obs.mean() / 0.5)
 
 
-def test_elkan_noto_on_overlapping_classes_overestimates_within_a_factor_two():
+def test_elkan_noto_on_overlapping_classes_overestimates_the_prior():
     t = synthetic_cohort(n_proteins=600, seed=2)
     s = grouped_split(t.protein, 0)
     X = np.concatenate([Standardiser.fit(t.descriptors)(t.descriptors),
@@ -39,12 +45,30 @@ def test_elkan_noto_on_overlapping_classes_overestimates_within_a_factor_two():
     truth = float(t.lipid[s.train].mean())
     for c in (1.0, 0.4):
         obs = scar_labels(t.lipid, c, 0)
-        b = fit_baseline("gradient_boosting", X, obs, s.train, s.val, s.val, 0)
-        prior, c_hat = elkan_noto_prior(b.scores, obs[s.val], float(obs[s.train].mean()))
-        # E[g | s = 1] = c E[P(y = 1 | x) | y = 1] < c where the classes overlap
-        assert c_hat < c and truth * 0.9 < prior < truth * 2.2
+        prior, c_hat = estimate_prior(X, obs, s.train, s.val, 0)
+        # E[g | s = 1] = c E[P(y = 1 | x) | y = 1] < c where the classes overlap, so the prior
+        # comes out too large: 1.7-2.8x on this cohort's splits and seeds
+        assert c_hat < c and truth < prior < truth * 3
     with pytest.raises(ValueError, match="labeled positives"):
         elkan_noto_prior(np.ones(3), np.zeros(3), 0.1)
+
+
+def test_gradient_boosting_chooses_its_iterations_on_validation(monkeypatch):
+    from icml26.lipopu import baselines
+
+    monkeypatch.setattr(baselines, "GB_MAX_ITER", 60)
+    t = synthetic_cohort(n_proteins=300, seed=4)
+    s = grouped_split(t.protein, 0)
+    X = np.concatenate([Standardiser.fit(t.descriptors)(t.descriptors),
+                        composition_features(t.composition)], 1)  # fmt: skip
+    obs = scar_labels(t.lipid, 0.5, 0)
+    b = fit_baseline("gradient_boosting", X, obs, s.train, s.val, s.test, 0)
+    n = b.params["max_iter"]
+    assert 1 <= n <= 60 and b.model.n_iter_ == n  # the returned model stops at the chosen stage
+    # no sklearn early stopping: the full training set is fitted, the stage picked on validation
+    assert b.model.early_stopping is False
+    stages = [roc_auc_score(obs[s.val], p[:, 1]) for p in b.model.staged_predict_proba(X[s.val])]
+    assert b.val_pu_auroc == pytest.approx(max(stages))
 
 
 def test_structure_bags_draw_a_definition_per_pocket():

@@ -50,7 +50,7 @@ def test_golden_run():
     cfg = TrainConfig(objective="lipopu", epochs=2, batch_u=128, seed=0)
     result = fit(model, X, bags, obs, s.train, s.val, cfg, prior=float(truth[s.train].mean()))
     got = [round(h["val_pu_auroc"], 3) for h in result.history]
-    assert got == pytest.approx([0.705, 0.734], abs=0.005)
+    assert got == pytest.approx([0.681, 0.739], abs=0.005)  # the 80 / 10 / 10 split
 
 
 def test_multilabel_training_gives_one_output_per_category():

@@ -2,7 +2,7 @@
 
 from icml26.lipopu.baselines import BASELINES
 from icml26.lipopu.study import ABLATIONS, OBJECTIVES
-from icml26.lipopu.verdict import LEARNABLE, claims, verdict
+from icml26.lipopu.verdict import FPOCKET_NULL, LEARNABLE, claims, verdict
 
 FRACTIONS = [1.0, 0.5, 0.25]
 PRIOR_ARMS = [f"{a} (true prior x{f:g})" for a in ("nnpu", "lipopu") for f in (1, 0.5, 2)]
@@ -44,7 +44,7 @@ def _results(auprc, val=None, multilabel=None, case=None, seeds=3):
             "site_rank": {
                 "lipopu": 1,
                 "bce": 2,
-                "fpocket score": 1,
+                "fpocket score": 3,
                 "slipp_forest": 2,
                 "best descriptor (mean_loc_hyd_dens)": 1,
             },
@@ -86,7 +86,7 @@ def test_everything_not_reproduced():
         return {"lipopu": 0.80}.get(arm, 0.85) + 0.01 * s
 
     case = {"structure": "1a28.pdb.gz", "ligand": "STR", "pockets": 36,
-            "site_rank": {"lipopu": 9, "fpocket score": 1}}  # fmt: skip
+            "site_rank": {"lipopu": 9, "fpocket score": 2}}  # fmt: skip
     ml = lambda a, cat, s: 0.5 - (0.1 if a == "lipopu" else 0) + 0.02 * s  # noqa: E731
     v, summary = _verdicts(_results(bad, multilabel=ml, case=case))
     assert set(v.values()) == {"not reproduced"} and summary == "not reproduced"
@@ -134,15 +134,30 @@ def test_prior_row_is_an_equivalence_test():
 
 
 def test_case_study_rows():
-    case = {"structure": "1a28.pdb.gz", "ligand": "STR", "pockets": 36,
-            "site_rank": {"lipopu": 3, "fpocket score": 1}}  # fmt: skip
-    v, _ = _verdicts(_results(_good, case=case))
+    def case(lipopu, fpocket):
+        return {"structure": "1a28.pdb.gz", "ligand": "STR", "pockets": 36,
+                "site_rank": {"lipopu": lipopu, "fpocket score": fpocket}}  # fmt: skip
+
+    v, _ = _verdicts(_results(_good, case=case(3, 2)))
     assert v["case_study"] == "partly"
+    v, _ = _verdicts(_results(_good, case=case(5, 2)))
+    assert v["case_study"] == "not reproduced"
     # first, but only as good as the references: still reproduced; a reference can't be beaten
     v, _ = _verdicts(_results(_good))
     assert v["case_study"] == "reproduced"
     v, summary = _verdicts(_results(_good, case={"skipped": "no structure"}))
     assert v["case_study"] == "untestable here" and summary != "untestable here"
+
+
+def test_a_case_study_fpocket_already_solves_is_untestable():
+    # fpocket's own score puts the ligand's pocket first: LipoPU ranking it first says nothing
+    case = {"structure": "1a28.pdb.gz", "ligand": "STR", "pockets": 36,
+            "site_rank": {"lipopu": 1, "fpocket score": 1}}  # fmt: skip
+    judged = verdict(_results(_good, case=case))
+    row = dict(zip(claims(FRACTIONS), judged["claims"], strict=True))["case_study"]
+    assert row["verdict"] == "untestable here"
+    assert row["evidence"].startswith(f"control failed: {FPOCKET_NULL}")
+    assert "fpocket ranks the STR pocket 1 of 36" in row["evidence"]
 
 
 def test_pockets_without_a_learnable_signal_leave_the_comparisons_untestable():
@@ -154,7 +169,8 @@ def test_pockets_without_a_learnable_signal_leave_the_comparisons_untestable():
     rows = dict(zip(claims(FRACTIONS), judged["claims"], strict=True))
     assert rows["vs_bce@1"]["verdict"] == "untestable here"
     assert rows["vs_bce@1"]["evidence"].startswith(f"control failed: {LEARNABLE}")
-    assert rows["case_study"]["verdict"] == "reproduced"  # the case study rests on no control
+    # the case study rests on its own (fpocket) control, not on the learnable one
+    assert rows["case_study"]["verdict"] == "reproduced"
 
 
 def test_null_world_does_not_reproduce():

@@ -75,7 +75,7 @@ def _table(slipp: Path | None, synthetic: bool):
     path = slipp or find_slipp()
     if path is None:
         raise ValueError(
-            "no SLiPP table found: pass --slipp PATH (training_pockets.csv from "
+            "no SLiPP table given: pass --slipp PATH (training_pockets.csv from "
             "github.com/dassamalab/SLiPP_2024), set $LIPOPU_SLIPP, or use --synthetic"
         )
     return load_slipp(path)

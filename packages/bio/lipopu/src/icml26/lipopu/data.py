@@ -31,7 +31,6 @@ LIPIDS = {"CLR": "sterol", "MYR": "fatty_acyl", "OLA": "fatty_acyl", "PLM": "fat
 palmitate and stearate are fatty acyls."""
 CATEGORIES = ("sterol", "fatty_acyl")
 REQUIRED = ("pdb", "lig", *DESCRIPTORS, *AMINO_ACIDS)
-SLIPP_FILE = Path("shared") / "data" / "slipp" / "training_pockets.csv"
 
 
 @dataclass
@@ -179,17 +178,12 @@ def _merge_cross_folder_copies(frame, protein, counts, ligand) -> tuple[np.ndarr
     return np.flatnonzero(~drop), int(drop.sum())
 
 
-def find_slipp(start: str | os.PathLike | None = None) -> Path | None:
-    """The SLiPP table if one is at hand: ``$LIPOPU_SLIPP``, else ``shared/data/slipp/
-    training_pockets.csv`` in the working folder or any folder above it; None otherwise."""
+def find_slipp() -> Path | None:
+    """The SLiPP table named by ``$LIPOPU_SLIPP``, or None. Never searched for: a run records
+    the path it read (the demo writes it into its command), so a rerun anywhere reads the same
+    file or says it has none."""
     env = os.environ.get("LIPOPU_SLIPP")
-    if env:
-        return Path(env)
-    here = Path(start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / SLIPP_FILE).is_file():
-            return folder / SLIPP_FILE
-    return None
+    return Path(env) if env else None
 
 
 # --- a synthetic stand-in ----------------------------------------------------------------------
@@ -258,9 +252,10 @@ class Split:
 
 
 def grouped_split(
-    protein: np.ndarray, seed: int, fractions: tuple[float, float, float] = (0.7, 0.1, 0.2)
+    protein: np.ndarray, seed: int, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
 ) -> Split:
-    """Split pockets by protein (never by pocket): shuffled proteins fill train, val, test."""
+    """Split pockets by protein (never by pocket): shuffled proteins fill train, val, test
+    (80 / 10 / 10 by default, the usual proportions)."""
     if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-9 or min(fractions) <= 0:
         raise ValueError(f"fractions must be three positive numbers summing to 1, got {fractions}")
     groups = np.unique(protein)

@@ -12,9 +12,6 @@ import numpy as np
 from icml26.lipopu.baselines import (
     BASELINES,
 )
-from icml26.lipopu.data import (
-    find_slipp,
-)
 from icml26.lipopu.study import DemoConfig, experiment
 from icml26.lipopu.verdict import _chosen_on_validation, _metric, verdict
 from icml26.testing.report import finish_demo, print_verdicts, run_folder
@@ -57,6 +54,7 @@ def run_demo(cfg: DemoConfig) -> dict:
     from icml26.lipopu.plots import plot_case_study, plot_study
 
     out = run_folder(cfg.out, "lipopu")
+    cfg = cfg.with_data()
     t0 = time.perf_counter()
     raw = experiment(cfg)
     metrics = summary_table(raw)
@@ -96,9 +94,8 @@ def run_demo(cfg: DemoConfig) -> dict:
 def _data_files(cfg: DemoConfig) -> dict[str, Path]:
     """SLiPP's pocket table and the case-study structure, when the run read them."""
     out = {}
-    path = cfg.slipp or find_slipp()
-    if path is not None:
-        out[Path(path).name] = Path(path)
+    if cfg.slipp is not None:
+        out[Path(cfg.slipp).name] = Path(cfg.slipp)
     if cfg.structure is not None:
         out[Path(cfg.structure).name] = Path(cfg.structure)
     return out

@@ -78,8 +78,8 @@ class DemoConfig(DemoOptions):
     ``--quick``: smoke run: 400 proteins, one seed, c = 0.5, 2 epochs."""
 
     slipp: Path | None = None
-    """SLiPP's training_pockets.csv (default: $LIPOPU_SLIPP or shared/data/slipp/ in a folder
-    above the working one); without it the synthetic cohort is used."""
+    """SLiPP's training_pockets.csv (default: $LIPOPU_SLIPP, written into the recorded command);
+    without either the synthetic cohort is used."""
     seeds: int = 5
     """Seeds: each a split by PDB entry and a SCAR label draw."""
     label_fractions: tuple[float, ...] = (1.0, 0.5, 0.25)
@@ -91,6 +91,10 @@ class DemoConfig(DemoOptions):
     epochs: int = 40
     """Most epochs of a MIL run (early stopping on validation PU-AUROC ends most sooner)."""
     patience: int = 6
+    lrs: tuple[float, ...] = (1e-3, 2e-3, 5e-3)
+    """The learning-rate grid every MIL objective is tuned on (validation PU-AUROC, per seed
+    and c); the ablations and prior runs take LipoPU's chosen rate, the multi-label runs the
+    middle one. ``--quick`` runs the middle one only."""
     structure: Path | None = None
     """Case-study structure (default: 1a28 from mdanalysistests, when installed)."""
     ligand: str = "STR"
@@ -110,6 +114,18 @@ class DemoConfig(DemoOptions):
             raise ValueError(f"--prior-factors must be > 0 and != 1, got {self.prior_factors}")
         if self.epochs < 1 or self.patience < 1:
             raise ValueError("--epochs and --patience must be >= 1")
+        if not self.lrs or any(not lr > 0 for lr in self.lrs):
+            raise ValueError(f"--lrs must be one or more rates > 0, got {self.lrs}")
+
+    @property
+    def grid(self) -> tuple[float, ...]:
+        """The learning rates a run tunes over (the middle one under ``--quick``)."""
+        return (self.lrs[len(self.lrs) // 2],) if self.quick else self.lrs
+
+    def with_data(self) -> DemoConfig:
+        """The config with ``$LIPOPU_SLIPP`` written into ``slipp``, so the recorded command
+        names the file the run read."""
+        return self if self.slipp is not None else replace(self, slipp=find_slipp())
 
     @property
     def fractions(self) -> tuple[float, ...]:
@@ -120,7 +136,7 @@ class DemoConfig(DemoOptions):
 
 
 def _load_table(cfg: DemoConfig) -> PocketTable:
-    path = cfg.slipp or find_slipp()
+    path = cfg.with_data().slipp
     table = load_slipp(path) if path is not None else synthetic_cohort(seed=0)
     if cfg.quick:  # a subset of proteins keeps the smoke run short
         keep = np.random.default_rng(0).permutation(np.unique(table.protein))[:400]
@@ -128,21 +144,35 @@ def _load_table(cfg: DemoConfig) -> PocketTable:
     return table
 
 
-def _mil_run(arm, X, bags, observed, split, cfg, seed, device, prior, beta=0.0, **model_kw):
+def _tuned_run(arm, X, bags, observed, split, cfg, seed, device, prior):
+    """``_mil_run`` at every rate of ``cfg.grid``; the one with the best validation PU-AUROC
+    (the only criterion a PU user has), with every rate's score in its record."""
+    tried = [_mil_run(arm, X, bags, observed, split, cfg, seed, device, prior, lr=lr)
+             for lr in cfg.grid]  # fmt: skip
+    model, scores, record = max(tried, key=lambda t: np.nan_to_num(t[2]["val_pu_auroc"], nan=-1))
+    record["grid"] = {f"{t[2]['lr']:g}": t[2]["val_pu_auroc"] for t in tried}
+    record["seconds"] = sum(t[2]["seconds"] for t in tried)
+    return model, scores, record
+
+
+def _mil_run(
+    arm, X, bags, observed, split, cfg, seed, device, prior, beta=0.0, lr=None, **model_kw
+):
     """Train one MIL arm; return the model, its test-pocket scores and a record."""
     t0 = time.perf_counter()
     torch.manual_seed(seed)  # every arm of a seed starts from the same initial weights
     n_out = observed.shape[1] if observed.ndim == 2 else 1
     config = PocketModelConfig(n_descriptors=len(DESCRIPTORS), n_outputs=n_out, **model_kw)
     model = PocketAttentionMIL(config).to(device)
+    lr = cfg.grid[len(cfg.grid) // 2] if lr is None else lr
     tcfg = TrainConfig(objective=arm, epochs=cfg.epochs, patience=cfg.patience, seed=seed,
-                       surrogate=SURROGATE[arm], beta=beta)  # fmt: skip
+                       surrogate=SURROGATE[arm], beta=beta, lr=lr)  # fmt: skip
     result = fit(model, X, bags, observed, split.train, split.val, tcfg, prior=prior)
     scores = predict_scores(model, X, bags, split.test)
     fired = [h["corrected_share"] for h in result.history if "corrected_share" in h]
     record = {"best_epoch": result.best_epoch, "val_pu_auroc": result.best_val,
               "epochs_run": len(result.history), "seconds": time.perf_counter() - t0,
-              "surrogate": SURROGATE[arm] or "logistic", "prior": prior,
+              "surrogate": SURROGATE[arm] or "logistic", "prior": prior, "lr": lr,
               "corrected_share": float(np.mean(fired)) if fired else None}  # fmt: skip
     return model, scores, record
 
@@ -154,8 +184,8 @@ def _baseline_inputs(table: PocketTable, std: Standardiser) -> dict[str, np.ndar
 
 
 def _estimated_prior(inputs, observed, split, seed) -> tuple[float, dict]:
-    """Elkan-Noto prior from a PU-naive gradient-boosting classifier (its grid chosen on
-    validation PU-AUROC), its probabilities on the validation pockets' observed labels."""
+    """Elkan-Noto prior from a PU-naive gradient-boosting classifier (``estimate_prior``), its
+    probabilities on the validation pockets' observed labels."""
     prior, c = estimate_prior(inputs, observed, split.train, split.val, seed)
     return prior, {"labeled_share": float(observed[split.train].mean()), "c_hat": c}
 
@@ -180,10 +210,12 @@ def _seed_study(table, cfg, seed, device, bar, keep_models: bool) -> tuple[list,
 
     for c in cfg.fractions:
         observed = scar_labels(table.lipid, c, seed=10_000 + seed)
+        chosen_lr = {}
         prior, estimate = _estimated_prior(inputs["gradient_boosting"], observed, split, seed)
         for arm in OBJECTIVES:
-            model, s, rec = _mil_run(arm, X, bags, observed, split, cfg, seed, device, prior)
+            model, s, rec = _tuned_run(arm, X, bags, observed, split, cfg, seed, device, prior)
             record(c, arm, s[:, 0], {**rec, "prior_estimate": estimate, "true_prior": true_prior})
+            chosen_lr[arm] = rec["lr"]
             if keep_models and c == max(cfg.fractions):
                 models[arm] = model
         for name in BASELINES:
@@ -203,13 +235,16 @@ def _seed_study(table, cfg, seed, device, bar, keep_models: bool) -> tuple[list,
         lipo = {"lipopu (no correction)": {"beta": float("inf")},
                 "lipopu (mean pooling)": {"pooling": "mean"},
                 "lipopu (descriptors only)": {"use_bag": False}}  # fmt: skip
+        lr = chosen_lr["lipopu"]  # an ablation changes one part of the tuned LipoPU run
         for name, kw in lipo.items():
-            _, s, rec = _mil_run("lipopu", X, bags, observed, split, cfg, seed, device, prior, **kw)
+            _, s, rec = _mil_run("lipopu", X, bags, observed, split, cfg, seed, device, prior,
+                                 lr=lr, **kw)  # fmt: skip
             record(c, name, s[:, 0], rec)
         for arm in ("nnpu", "lipopu"):
             for factor in (1.0, *cfg.prior_factors):
                 p = min(true_prior * factor, 0.95)
-                _, s, rec = _mil_run(arm, X, bags, observed, split, cfg, seed, device, p)
+                _, s, rec = _mil_run(arm, X, bags, observed, split, cfg, seed, device, p,
+                                     lr=chosen_lr[arm])  # fmt: skip
                 record(c, f"{arm} (true prior x{factor:g})", s[:, 0], rec)
         observed_k = scar_labels(table.category, c, seed=20_000 + seed)
         priors_k = [

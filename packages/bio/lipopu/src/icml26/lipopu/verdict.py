@@ -131,8 +131,9 @@ def verdict(results: dict) -> dict:
             f"AUPRC gated attention - mean pooling at c = {c:g}:")  # fmt: skip
     compare("bag", c, "lipopu", "lipopu (descriptors only)",
             f"AUPRC with - without the residue bag at c = {c:g}:")  # fmt: skip
-    rows.append(claim_row(texts["case_study"], *_case_row(results["case_study"])))
-    return judge(rows, [learnable_control(results)])
+    case = results["case_study"]
+    rows.append(claim_row(texts["case_study"], *_case_row(case), [FPOCKET_NULL]))
+    return judge(rows, [learnable_control(results), fpocket_null_control(case)])
 
 
 def _prior_row(results: dict) -> tuple[str, str]:
@@ -170,6 +171,24 @@ def _multilabel_row(results: dict, cat: str) -> tuple[str, str]:
 
 
 REFERENCE_RANKERS = ("fpocket score", "slipp_forest")
+FPOCKET_NULL = (
+    "fpocket's own pocket score does not already rank the case-study ligand's pocket first"
+)
+
+
+def fpocket_null_control(case: dict) -> dict:
+    """Null control of the case study: a ranker that knows nothing of lipids (fpocket's
+    druggability-style score) must leave room to improve on. When it already ranks the
+    ligand's pocket first, "LipoPU ranks it first" cannot tell the model from the pocket
+    finder, and the row is untestable on this structure."""
+    if "skipped" in case:
+        return control(FPOCKET_NULL, "null", False, case["skipped"])
+    rank = case["site_rank"].get("fpocket score")
+    if rank is None:
+        return control(FPOCKET_NULL, "null", False, "no pocket overlaps the ligand")
+    return control(FPOCKET_NULL, "null", rank > 1,
+                   f"{case['structure']}: fpocket ranks the {case['ligand']} pocket {rank} of "
+                   f"{case['pockets']}")  # fmt: skip
 
 
 def _case_row(case: dict) -> tuple[str, str]:
