@@ -260,3 +260,22 @@ def test_packed_sequences_get_one_preconditioner_each():
         both = model(packed, position_ids=position_ids, use_cache=False).logits
         assert_close(both[:, :6], model(a).logits, atol=1e-5, rtol=1e-5)
         assert_close(both[:, 6:], model(b).logits, atol=1e-5, rtol=1e-5)
+
+
+def test_masks_through_transformers_mean_what_they_mean_for_sdpa():
+    """transformers builds the mask before LUCID sees it (the same one SDPA gets): a 0.5 entry is
+    read as "attend" and an all-padding row stays finite, as with SDPA. Documented, not refused:
+    the user's 2-D mask never reaches the attention function."""
+    ids = torch.randint(0, 64, (2, 6), generator=torch.Generator().manual_seed(0))
+    ones = torch.ones(2, 6)
+    half, zero, allpad = ones.clone(), ones.clone(), ones.clone()
+    half[0, :2], zero[0, :2], allpad[1] = 0.5, 0.0, 0.0
+    for impl in ("sdpa", "lucid"):
+        model = _model()
+        model.config._attn_implementation = impl
+        with torch.no_grad():
+            masks = {"ones": ones, "half": half, "zero": zero, "allpad": allpad}
+            out = {k: model(ids, attention_mask=m).logits for k, m in masks.items()}
+        assert torch.equal(out["half"], out["ones"]), impl
+        assert not torch.allclose(out["half"], out["zero"]), impl
+        assert torch.isfinite(out["allpad"]).all(), impl
