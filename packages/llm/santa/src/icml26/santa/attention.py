@@ -29,6 +29,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from icml26.kernels.santa import MODES, santa_decode
+from icml26.testing.checks import integer
 
 IMPLEMENTATION = "santa"
 DRAWS_PER_TILE = 16
@@ -65,11 +66,6 @@ class SantaState:
     """(value rows read, value rows a dense decode would read) summed over calls (int64)."""
 
     def __post_init__(self) -> None:
-        def positive(name):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-
         if self.num_samples is not None and self.draws_per_tile is not None:
             raise ValueError(
                 f"give num_samples (a fixed S, got {self.num_samples!r}) or draws_per_tile (S "
@@ -77,13 +73,15 @@ class SantaState:
             )
         if self.num_samples is None and self.draws_per_tile is None:
             self.draws_per_tile = DRAWS_PER_TILE
-        positive("num_samples" if self.num_samples is not None else "draws_per_tile")
+        if self.num_samples is not None:
+            integer("num_samples", self.num_samples, low=1)
+        else:
+            integer("draws_per_tile", self.draws_per_tile, low=1)
         if self.block_n is not None:
-            positive("block_n")  # keys per tile
+            integer("block_n", self.block_n, low=1)  # keys per tile
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+        integer("seed", self.seed)
 
     def budget(self, n_keys: int) -> tuple[int, int]:
         """(S, block_n) of a decode step over a cache of ``n_keys`` keys (a static cache counts
