@@ -47,7 +47,8 @@ def test_elkan_noto_on_overlapping_classes_overestimates_the_prior():
         obs = scar_labels(t.lipid, c, 0)
         prior, c_hat = estimate_prior(X, obs, s.train, s.val, 0)
         # E[g | s = 1] = c E[P(y = 1 | x) | y = 1] < c where the classes overlap, so the prior
-        # comes out too large: 1.7-2.8x on this cohort's splits and seeds
+        # comes out too large: here 1.9x and 2.8x (1.75-3.2x over other splits and label draws
+        # of this cohort; the 2.2x bound of the 70 / 10 / 20 split no longer holds on this one)
         assert c_hat < c and truth < prior < truth * 3
     with pytest.raises(ValueError, match="labeled positives"):
         elkan_noto_prior(np.ones(3), np.zeros(3), 0.1)

@@ -85,7 +85,13 @@ def run_train(cfg: TrainCli) -> Path:
     import torch
     import torch.distributed as dist
 
-    from icml26.lipopu.data import DESCRIPTORS, Standardiser, grouped_split, scar_labels
+    from icml26.lipopu.data import (
+        DESCRIPTORS,
+        SPLIT_FRACTIONS,
+        Standardiser,
+        grouped_split,
+        scar_labels,
+    )
     from icml26.lipopu.model import PocketAttentionMIL, PocketModelConfig
     from icml26.lipopu.predict import save_predictor
     from icml26.lipopu.train import CompositionBags, TrainConfig, fit
@@ -115,7 +121,8 @@ def run_train(cfg: TrainCli) -> Path:
                  split.train, split.val, tcfg, prior=prior,
                  checkpoint_dir=cfg.out / "state", resume=cfg.resume)  # fmt: skip
     if rank == 0:
-        save_predictor(cfg.out, model, std, split_seed=cfg.seed, source=table.source,
+        save_predictor(cfg.out, model, std, split_seed=cfg.seed,
+                       split_fractions=list(SPLIT_FRACTIONS), source=table.source,
                        table_fingerprint=table.fingerprint(), objective=cfg.objective,
                        c=cfg.c, prior=prior)  # fmt: skip
         print(f"saved to {cfg.out}: best epoch {result.best_epoch}, validation PU-AUROC "
@@ -143,7 +150,7 @@ def _prior(cfg: TrainCli, table, std, observed, split) -> list[float]:
 
 
 def run_evaluate(cfg: EvaluateCli) -> dict:
-    from icml26.lipopu.data import grouped_split
+    from icml26.lipopu.data import LEGACY_SPLIT_FRACTIONS, grouped_split
     from icml26.lipopu.metrics import ranking_metrics
     from icml26.lipopu.predict import load_predictor
     from icml26.lipopu.train import CompositionBags, predict_scores
@@ -157,7 +164,8 @@ def run_evaluate(cfg: EvaluateCli) -> dict:
             f"{cfg.checkpoint} was trained on another table ({meta.get('source')}): its split "
             "cannot be rebuilt here, and test proteins could overlap its training"
         )
-    split = grouped_split(table.protein, int(meta.get("split_seed", 0)))
+    fractions = tuple(meta.get("split_fractions", LEGACY_SPLIT_FRACTIONS))
+    split = grouped_split(table.protein, int(meta.get("split_seed", 0)), fractions)
     scores = predict_scores(model.to(device), std(table.descriptors),
                             CompositionBags(table.composition), split.test)  # fmt: skip
     truth = table.category if model.config.n_outputs > 1 else table.lipid[:, None]

@@ -251,8 +251,14 @@ class Split:
     test: np.ndarray
 
 
+SPLIT_FRACTIONS = (0.8, 0.1, 0.1)
+"""Train / validation / test shares of the proteins (the usual 80 / 10 / 10)."""
+LEGACY_SPLIT_FRACTIONS = (0.7, 0.1, 0.2)
+"""The split of checkpoints saved before ``train`` recorded its fractions."""
+
+
 def grouped_split(
-    protein: np.ndarray, seed: int, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    protein: np.ndarray, seed: int, fractions: tuple[float, float, float] = SPLIT_FRACTIONS
 ) -> Split:
     """Split pockets by protein (never by pocket): shuffled proteins fill train, val, test
     (80 / 10 / 10 by default, the usual proportions)."""

@@ -92,9 +92,10 @@ class DemoConfig(DemoOptions):
     """Most epochs of a MIL run (early stopping on validation PU-AUROC ends most sooner)."""
     patience: int = 6
     lrs: tuple[float, ...] = (1e-3, 2e-3, 5e-3)
-    """The learning-rate grid every MIL objective is tuned on (validation PU-AUROC, per seed
-    and c); the ablations and prior runs take LipoPU's chosen rate, the multi-label runs the
-    middle one. ``--quick`` runs the middle one only."""
+    """The learning-rate grid every MIL objective and ablation is tuned on (validation
+    PU-AUROC, per seed and c); the prior runs take their objective's chosen rate (they are
+    compared with each other), the multi-label runs the middle one. ``--quick`` runs the middle
+    one only."""
     structure: Path | None = None
     """Case-study structure (default: 1a28 from mdanalysistests, when installed)."""
     ligand: str = "STR"
@@ -144,10 +145,10 @@ def _load_table(cfg: DemoConfig) -> PocketTable:
     return table
 
 
-def _tuned_run(arm, X, bags, observed, split, cfg, seed, device, prior):
+def _tuned_run(arm, X, bags, observed, split, cfg, seed, device, prior, **kw):
     """``_mil_run`` at every rate of ``cfg.grid``; the one with the best validation PU-AUROC
     (the only criterion a PU user has), with every rate's score in its record."""
-    tried = [_mil_run(arm, X, bags, observed, split, cfg, seed, device, prior, lr=lr)
+    tried = [_mil_run(arm, X, bags, observed, split, cfg, seed, device, prior, lr=lr, **kw)
              for lr in cfg.grid]  # fmt: skip
     model, scores, record = max(tried, key=lambda t: np.nan_to_num(t[2]["val_pu_auroc"], nan=-1))
     record["grid"] = {f"{t[2]['lr']:g}": t[2]["val_pu_auroc"] for t in tried}
@@ -235,10 +236,9 @@ def _seed_study(table, cfg, seed, device, bar, keep_models: bool) -> tuple[list,
         lipo = {"lipopu (no correction)": {"beta": float("inf")},
                 "lipopu (mean pooling)": {"pooling": "mean"},
                 "lipopu (descriptors only)": {"use_bag": False}}  # fmt: skip
-        lr = chosen_lr["lipopu"]  # an ablation changes one part of the tuned LipoPU run
-        for name, kw in lipo.items():
-            _, s, rec = _mil_run("lipopu", X, bags, observed, split, cfg, seed, device, prior,
-                                 lr=lr, **kw)  # fmt: skip
+        for name, kw in lipo.items():  # each ablated model tuned like the full one
+            _, s, rec = _tuned_run("lipopu", X, bags, observed, split, cfg, seed, device, prior,
+                                   **kw)  # fmt: skip
             record(c, name, s[:, 0], rec)
         for arm in ("nnpu", "lipopu"):
             for factor in (1.0, *cfg.prior_factors):
