@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -52,7 +53,7 @@ def test_the_default_follows_the_paper_operating_point_as_the_cache_grows(model,
     with torch.no_grad():
         model.generate(ids, max_new_tokens=8, do_sample=False)
     disable_santa(model)
-    assert state.num_samples is None and state.draws_per_tile == 16
+    assert state.num_samples is None and state.budget(100) == (16 * 4, 32)
     lengths = sorted({n for _, _, n in seen})
     assert lengths == list(range(61, 68))  # 7 decode steps after the prefill's token
     for S, block_n, n in seen:
@@ -75,6 +76,13 @@ def test_a_fixed_budget_and_other_draws_per_tile(model, monkeypatch):
     assert {(S, b) for S, b, _ in seen} == {(4 * 4, 16)}  # 61 and 62 keys: 4 tiles of 16
     with pytest.raises(ValueError, match="not both"):
         enable_santa(model, num_samples=8, draws_per_tile=4)
+    # enabled twice, then disabled: back to what the model had before the first time
+    assert model.config._attn_implementation == "sdpa"
+    enable_santa(model)
+    state = enable_santa(model, num_samples=8)
+    assert dataclasses.replace(state, num_samples=4).budget(100) == (4, 32)
+    disable_santa(model)
+    assert model.config._attn_implementation == "sdpa"
 
 
 def test_many_samples_approach_dense_decode(model):

@@ -57,8 +57,8 @@ class SantaState:
     """Called as capture(module, q, k, v) on every decode call (for analysis; breaks a
     compiled graph)."""
     draws_per_tile: int | None = None
-    """Draws per tile of the cache when ``num_samples`` is None (DRAWS_PER_TILE, the paper's
-    operating point, when neither is given)."""
+    """Draws per tile of the cache when ``num_samples`` is None (None: DRAWS_PER_TILE, the
+    paper's operating point)."""
     previous_implementation: str | None = field(default=None, repr=False)
     step: torch.Tensor | None = field(default=None, repr=False)
     """The next call's seed, ``seed + calls`` (int64, incremented in place after each call)."""
@@ -71,11 +71,9 @@ class SantaState:
                 f"give num_samples (a fixed S, got {self.num_samples!r}) or draws_per_tile (S "
                 f"grows with the cache, got {self.draws_per_tile!r}), not both"
             )
-        if self.num_samples is None and self.draws_per_tile is None:
-            self.draws_per_tile = DRAWS_PER_TILE
         if self.num_samples is not None:
             integer("num_samples", self.num_samples, low=1)
-        else:
+        elif self.draws_per_tile is not None:
             integer("draws_per_tile", self.draws_per_tile, low=1)
         if self.block_n is not None:
             integer("block_n", self.block_n, low=1)  # keys per tile
@@ -89,7 +87,8 @@ class SantaState:
         block_n = self.block_n if self.block_n is not None else official_block_n(n_keys)
         if self.num_samples is not None:
             return self.num_samples, block_n
-        return self.draws_per_tile * -(-n_keys // block_n), block_n
+        draws = DRAWS_PER_TILE if self.draws_per_tile is None else self.draws_per_tile
+        return draws * -(-n_keys // block_n), block_n
 
     def _on(self, device: torch.device) -> None:
         if self.step is None:
@@ -285,7 +284,11 @@ def enable_santa(
     if getattr(model.config, "attn_logit_softcapping", None) is not None:
         raise ValueError(_SOFTCAP + f" (this model's config sets attn_logit_softcapping="
                          f"{model.config.attn_logit_softcapping})")  # fmt: skip
-    state.previous_implementation = getattr(model.config, "_attn_implementation", None) or "sdpa"
+    previous = getattr(model.config, "_attn_implementation", None) or "sdpa"
+    if previous == IMPLEMENTATION:  # enabled again: keep what the model had before the first time
+        earlier = getattr(modules[0], "santa_state", None)
+        previous = getattr(earlier, "previous_implementation", None) or "sdpa"
+    state.previous_implementation = previous
     for m in modules:
         m.santa_state = state
     _set_implementation(model, IMPLEMENTATION)
