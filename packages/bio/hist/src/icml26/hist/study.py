@@ -156,7 +156,7 @@ class DemoConfig(DemoOptions):
             raise ValueError(f"her2st_step_caps must be >= 1, got {self.her2st_step_caps}")
         integer("train_slides", self.train_slides, low=1)
         integer("test_slides", self.test_slides, low=1)
-        integer("spots", self.spots, low=16)  # per slide
+        integer("spots (per slide)", self.spots, low=16)
         integer("her2st_folds", self.her2st_folds, low=0)
         integer("her2st_eval_every", self.her2st_eval_every, low=1)
         integer("her2st_genes", self.her2st_genes, low=2)

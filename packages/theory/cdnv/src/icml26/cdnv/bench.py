@@ -161,7 +161,7 @@ def run_bench(cfg: BenchConfig) -> dict:
         raise ValueError("classes: give one or more C >= 2")
     integer("dim", run.dim, low=1)
     integer("chunk", run.chunk, low=1)
-    integer("samples", run.samples, low=2 * max(run.classes))  # two per class of the largest C
+    integer("samples (two per class of the largest C)", run.samples, low=2 * max(run.classes))
     device = str(resolve_device(cfg.device))
     rows = []
     for C in run.classes:

@@ -256,8 +256,8 @@ class FeatureEmbedding(nn.Module):
         super().__init__()
         integer("n_numerical", n_numerical, low=0)
         integer("dim", dim, low=1)
-        for k in cardinalities:
-            integer("cardinalities", k, low=1)  # each categorical column's
+        for j, k in enumerate(cardinalities):
+            integer(f"cardinalities[{j}] (categorical column {j})", k, low=1)
         self.n_numerical, self.cardinalities, self.dim = n_numerical, list(cardinalities), dim
         self.num_weight = nn.Parameter(torch.randn(n_numerical, dim) / dim**0.5)
         self.num_bias = nn.Parameter(torch.randn(n_numerical, dim) / dim**0.5)
