@@ -1,5 +1,6 @@
 """The command line, the way a user runs it."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,8 @@ def test_train_evaluate_predict(no_slipp, capsys):
     args = ["train", "--synthetic", "--out", str(ckpt), "--epochs", "2", "--device", "cpu"]
     assert main(args) == 0
     assert {"model.safetensors", "config.json"} <= {p.name for p in ckpt.iterdir()}
+    # the split is saved with the model, so evaluate rebuilds the proteins it held out
+    assert json.loads((ckpt / "config.json").read_text())["split_fractions"] == [0.8, 0.1, 0.1]
     assert main([*args, "--epochs", "3", "--resume"]) == 0
     capsys.readouterr()
     assert main(["evaluate", str(ckpt), "--synthetic", "--device", "cpu"]) == 0
