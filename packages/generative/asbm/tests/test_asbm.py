@@ -4,6 +4,7 @@ import torch
 from icml26.asbm import (
     ASBM,
     MLP,
+    VPSDE,
     BrownianSDE,
     FlowMatching,
     GaussianEnergy,
@@ -54,46 +55,76 @@ def test_gaussian_to_gaussian_drift_approaches_the_closed_form_bridge():
     assert drift == pytest.approx(-m, abs=0.5)
 
 
-@pytest.fixture(scope="module")
-def trained():
-    torch.manual_seed(0)
+def _two_blobs():
     g = torch.Generator().manual_seed(0)
-    data = torch.cat(
+    return torch.cat(
         [
             torch.randn(1500, 2, generator=g) * 0.2 + 1.5,
             torch.randn(1500, 2, generator=g) * 0.2 - 1.5,
         ]
     )
-    model = ASBM((2,), BrownianSDE(0.5), GaussianEnergy(1.0), sim_steps=20, hidden=64)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """The posterior-mean stage 2 on the Brownian reference."""
+    torch.manual_seed(0)
+    data = _two_blobs()
+    model = ASBM((2,), BrownianSDE(0.5), GaussianEnergy(1.0), sim_steps=20, hidden=64,
+                 stage2="posterior", ema=None)  # fmt: skip
     model.fit_forward(data, rounds=1, adjoint_steps=300, corrector_steps=150, progress=False)
     model.fit_backward(data, steps=600, progress=False)
     return model, data
 
 
-def test_ode_sampling_is_deterministic_given_the_noise(trained):
+@pytest.fixture(scope="module")
+def trained_score():
+    """The default: VP reference, score-parameterised stage 2 with its moving average."""
+    torch.manual_seed(0)
+    data = _two_blobs()
+    model = ASBM((2,), VPSDE(), GaussianEnergy(1.0), sim_steps=20, hidden=64)
+    model.fit_forward(data, rounds=2, adjoint_steps=300, corrector_steps=150, progress=False,
+                      diagnostics=0)  # fmt: skip
+    model.fit_backward(data, steps=600, progress=False)
+    return model, data
+
+
+def test_ode_sampling_is_deterministic_given_the_noise(trained, trained_score):
     model, _ = trained
     x1 = torch.randn(50, 2)
     assert torch.equal(model.sample(x1=x1, steps=4), model.sample(x1=x1, steps=4))
     a = model.sample(50, 4, method="sde", generator=torch.Generator().manual_seed(1))
     b = model.sample(50, 4, method="sde", generator=torch.Generator().manual_seed(2))
     assert not torch.equal(a, b)
+    model, _ = trained_score
+    heun = [model.sample(x1=x1, steps=4, method="heun") for _ in range(2)]
+    assert torch.equal(*heun)
+    a = model.sample(x1=x1, steps=4, generator=torch.Generator().manual_seed(1))
+    b = model.sample(x1=x1, steps=4, generator=torch.Generator().manual_seed(2))
+    assert not torch.equal(a, b)  # Euler-Maruyama injects noise
 
 
-def test_samples_land_near_the_data(trained):
-    model, data = trained
-    x = model.sample(1000, 4)
+@pytest.mark.parametrize("which", ["posterior", "score"])
+def test_samples_land_near_the_data(trained, trained_score, which):
+    model, data = trained if which == "posterior" else trained_score
+    steps = 4 if which == "posterior" else 20
+    x = model.sample(1000, steps)
     noise = torch.randn(1000, 2)
     ref = data[torch.randperm(len(data))[:1000]]
     assert mmd(x, ref) < 0.5 * mmd(noise, ref)
 
 
-def test_checkpoint_round_trip_reproduces_samples(trained, tmp_path):
-    model, _ = trained
+@pytest.mark.parametrize("which", ["posterior", "score"])
+def test_checkpoint_round_trip_reproduces_samples(trained, trained_score, which, tmp_path):
+    model, _ = trained if which == "posterior" else trained_score
     model.save_pretrained(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
     again = ASBM.from_pretrained(tmp_path)
+    assert (again.stage2, again.ema) == (model.stage2, model.ema)
     x1 = torch.randn(20, 2)
-    assert torch.equal(model.sample(x1=x1, steps=3), again.sample(x1=x1, steps=3))
+    method = "ode" if which == "posterior" else "heun"
+    assert torch.equal(model.sample(x1=x1, steps=3, method=method),
+                       again.sample(x1=x1, steps=3, method=method))  # fmt: skip
 
 
 def test_corrupted_checkpoint_is_a_clear_error(trained, tmp_path):
@@ -116,8 +147,10 @@ def test_bad_inputs_are_clear_errors(trained):
         model.fit_backward(torch.randn(10, 3), steps=1, progress=False)
     with pytest.raises(ValueError, match="steps"):
         model.sample(10, 0)
-    with pytest.raises(ValueError, match="method"):
+    with pytest.raises(ValueError, match=r"method.*stage2='posterior'"):
         model.sample(10, 2, method="heun")
+    with pytest.raises(ValueError, match="needs stage2='score'"):
+        model.score(torch.zeros(2), data[:2])
     with pytest.raises(ValueError, match="steps"):
         FlowMatching((2,), GaussianEnergy()).sample(10, 0)
 
@@ -152,18 +185,23 @@ def test_unet_shapes():
         u_net=TinyUNet(width=16),
         bridge_net=TinyUNet(width=16, out_mult=2),
         h_net=MLP((1, 8, 8), 32, time=False),
+        stage2="posterior",
     )
     assert model.sample(2, 2).shape == (2, 1, 8, 8)
+    score = ASBM((1, 8, 8), VPSDE(), GaussianEnergy(), u_net=TinyUNet(width=16),
+                 bridge_net=TinyUNet(width=16), h_net=MLP((1, 8, 8), 32, time=False))  # fmt: skip
+    for method in ("em", "heun"):
+        assert score.sample(2, 2, method=method).shape == (2, 1, 8, 8)
 
 
 def test_unet_all_four_networks_train_and_distill():
     """The TinyUNet as u, h (time-free), bridge and generator (time-free), as the demo runs it."""
     model = ASBM((1, 8, 8), BrownianSDE(0.5), GaussianEnergy(), sim_steps=2,
                  u_net=TinyUNet(width=8), h_net=TinyUNet(width=8),
-                 bridge_net=TinyUNet(width=8, out_mult=2), generator=TinyUNet(width=8))  # fmt: skip
+                 bridge_net=TinyUNet(width=8), generator=TinyUNet(width=8))  # fmt: skip
     data = torch.randn(16, 1, 8, 8)
     model.fit_forward(data, 2, 2, 2, batch_size=4, buffer_size=4, corrector_buffer=4,
-                      progress=False, diagnostics=0)  # fmt: skip
+                      progress=False, diagnostics=0, check_size=0)  # fmt: skip
     model.distill(n_pairs=4, teacher_steps=2, steps=2, batch_size=4, progress=False)
     assert model.sample_distilled(3).shape == (3, 1, 8, 8)
 
@@ -182,7 +220,9 @@ def test_compute_is_counted_in_network_evaluations():
     model.fit_backward(data, steps=3, batch_size=8, buffer_size=16, progress=False)
     assert model.nfe["simulation"] == 5 * (4 * 32 + 48 + 16)
     model.distill(n_pairs=20, teacher_steps=3, steps=2, batch_size=8, progress=False)
-    assert model.nfe["teacher"] == 20 * 3
+    # the teacher is Heun on the probability-flow ODE: score and control at both ends of a
+    # step, at one end on the last
+    assert model.nfe["teacher"] == 20 * (4 * 3 - 2) == 20 * model.sampler_calls(3, "heun")
     assert model.nfe["training"] == 3 * 8 * 6 + 4 * 8 * 6 + 3 * 8 * 4 + 3 * 8 * 3 + 3 * 8 * 2
     assert model.log.diagnostics_seconds > 0
 

@@ -67,12 +67,15 @@ from icml26.asbm import (  # noqa: E402
     TinyUNet,
     adjoint_matching_loss,
     bridge_matching_loss,
+    bridge_score_loss,
     corrector_matching_loss,
     frechet_distance,
     sb_path,
     straightness,
 )
-from icml26.asbm.metrics import FeatureNet  # noqa: E402
+from icml26.asbm.baselines import score_matching  # noqa: E402
+from icml26.asbm.controls import independent_coupling_control  # noqa: E402
+from icml26.asbm.metrics import FeatureNet, prior_match  # noqa: E402
 
 E, S = GaussianEnergy(1.0), BrownianSDE(0.5)
 T = torch.rand(10)
@@ -130,6 +133,24 @@ def test_losses_name_mismatched_endpoints_times_and_outputs():
     assert_rejects(lambda: corrector_matching_loss(h, S, X, X[:, :1]), "x1")
     assert_rejects(lambda: bridge_matching_loss(u, S, X, X, T), ["net", "out_mult"])
     assert_rejects(lambda: bridge_matching_loss(b, S, X, X, T[:, None]), "t")
+    assert_rejects(lambda: bridge_score_loss(b, S, X, X, T), ["net", "out_mult=1"])
+    assert_rejects(lambda: bridge_score_loss(u, S, X, X[:4], T), ["x0", "x1"])
+    assert_rejects(lambda: bridge_score_loss(u, "sde", X, X, T), "sde")
+
+
+def test_stage2_choices_name_what_is_allowed():
+    assert_rejects(lambda: ASBM((2,), S, E, stage2="eps"), ["stage2", "score"])
+    assert_rejects(lambda: ASBM((2,), S, E, ema=1.0), "ema")
+    assert_rejects(lambda: FlowMatching((2,), E, ema=-0.1), "ema")
+    model = ASBM((2,), S, E, hidden=8)
+    assert_rejects(lambda: model.sample(4, 2, method="sde"), ["method", "em", "heun"])
+    assert_rejects(lambda: model.predict(T, X), "stage2='posterior'")
+    assert_rejects(lambda: model.fit_backward(X, steps=1, coupling="ot"), "coupling")
+    assert_rejects(lambda: model.fit_forward(X, 1, 1, 1, check_size=-1), "check_size")
+    assert_rejects(lambda: score_matching((2,), E, beta_max=0.05), "beta_max")
+    assert_rejects(lambda: prior_match(X, scale=-1.0), "scale")
+    assert_rejects(lambda: independent_coupling_control(toy="spirals"), "toy")
+    assert_rejects(lambda: independent_coupling_control(nfe=(0,)), "nfe")
 
 
 def test_path_and_distance_metrics_name_bad_inputs():

@@ -10,7 +10,14 @@ from torchcfm.conditional_flow_matching import (
 from torchcfm.optimal_transport import OTPlanSampler
 
 from icml26.asbm import GaussianEnergy
-from icml26.asbm.baselines import FlowMatching, Reflow, ot_pairing, sb_pairing, sb_path
+from icml26.asbm.baselines import (
+    FlowMatching,
+    Reflow,
+    ot_pairing,
+    sb_pairing,
+    sb_path,
+    score_matching,
+)
 from icml26.asbm.data import moons
 
 
@@ -81,3 +88,32 @@ def test_reflow_straightens_the_paths_it_is_trained_on():
         return float((fm.sample(x1=x1, steps=1) - fm.sample(x1=x1, steps=32)).norm(dim=1).mean())
 
     assert gap(rf) < 0.5 * gap(first)
+
+
+def test_the_moving_average_is_what_flow_matching_samples_with():
+    torch.manual_seed(0)
+    data = torch.randn(256, 2) + 2.0
+    fm = FlowMatching((2,), GaussianEnergy(), hidden=16, ema=0.9)
+    fm.fit(data, steps=50, batch_size=32, progress=False)
+    x1 = torch.randn(8, 2)
+    averaged = fm.sample(x1=x1, steps=2)
+    live = FlowMatching((2,), GaussianEnergy(), net=fm.net)  # the trained network, no average
+    assert not torch.equal(averaged, live.sample(x1=x1, steps=2))
+    ref = torch.nn.utils.parameters_to_vector
+    assert not torch.equal(ref(fm.net_ema.parameters()), ref(fm.net.parameters()))
+    with pytest.raises(ValueError, match="ema"):
+        FlowMatching((2,), GaussianEnergy(), ema=1.5)
+
+
+def test_score_matching_baseline_learns_gaussian_data():
+    # The paper's baseline (memoryless VP score matching) on N(1.5, 0.5^2): its Euler-Maruyama
+    # samples carry the data's moments.
+    torch.manual_seed(0)
+    data = 1.5 + 0.5 * torch.randn(4000, 1, generator=torch.Generator().manual_seed(0))
+    model = score_matching((1,), GaussianEnergy(), hidden=64)
+    assert float(model.sde.a(torch.zeros(()), torch.ones(()))) < 0.01  # memoryless
+    model.fit_backward(data, steps=1500, buffer_size=4096, coupling="independent",
+                       progress=False)  # fmt: skip
+    x = model.sample(20000, 100, generator=torch.Generator().manual_seed(1))
+    assert x.mean().item() == pytest.approx(1.5, abs=0.05)
+    assert x.std().item() == pytest.approx(0.5, rel=0.08)

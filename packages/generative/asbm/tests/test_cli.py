@@ -60,6 +60,8 @@ def test_train_then_evaluate(tmp_path):
             "20",
             "--sim-steps",
             "3",
+            "--check-size",
+            "512",
         ],
     )
     out = run_cli(

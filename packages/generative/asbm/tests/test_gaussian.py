@@ -7,6 +7,7 @@ import torch
 
 from icml26.asbm import ASBM, VPSDE, BrownianSDE, GaussianEnergy
 from icml26.asbm.gaussian import gaussian_stage1
+from icml26.asbm.metrics import prior_match
 
 
 def test_closed_form_reaches_the_prior_and_round_one_is_the_h0_optimum():
@@ -31,7 +32,7 @@ def test_trained_stage1_follows_the_exact_iteration_round_by_round(sde):
     model = ASBM((1,), sde, GaussianEnergy(1.0), sim_steps=40, hidden=64)
     model.fit_forward(data, rounds=3, adjoint_steps=500, corrector_steps=300, batch_size=512,
                       buffer_size=4096, corrector_buffer=8192, resimulate_every=100, lr=3e-3,
-                      progress=False, diagnostics=4096)  # fmt: skip
+                      progress=False, diagnostics=4096, check_size=16384)  # fmt: skip
     m0, v0 = data.mean(0).double(), data.var(0).double()
     exact = gaussian_stage1(m0, v0, sde, 1.0, 3)
     for got, want in zip(model.log.rounds, exact, strict=True):
@@ -39,5 +40,37 @@ def test_trained_stage1_follows_the_exact_iteration_round_by_round(sde):
               float(want.var.sqrt()))  # fmt: skip
         assert got["terminal_mean"] == pytest.approx(float(want.mean), abs=0.06)
         assert got["terminal_std"] == pytest.approx(float(want.var.sqrt()), abs=0.06)
+        # the stopping rule's radial mean error is |E x1^2 - 1| = |m1^2 + v1 - 1| in 1-D
+        radial = abs(float(want.mean**2 + want.var) - 1)
+        assert got["prior_match"]["radial_mean_error"] == pytest.approx(radial, abs=0.1)
     last = model.log.rounds[-1]
     assert last["corrector_loss"] <= 1.1 * last["corrector_linear_floor"]
+
+
+def test_prior_match_is_the_official_stopping_rule():
+    g = torch.Generator().manual_seed(0)
+    n = 51200
+    good = prior_match(torch.randn(n, 2, generator=g), 1.0, g)
+    assert good["radial_mean_error"] < 0.03 and good["radial_var_error"] < 0.05
+    narrow = prior_match(0.85 * torch.randn(n, 2, generator=g), 1.0, g)
+    assert not narrow["passed"] and narrow["radial_mean_error"] > 0.2
+    wide = prior_match(torch.randn(n, 1, 8, 8, generator=g) * 1.1, 1.0, g)
+    assert not wide["passed"] and wide["top_eigenvalue"] > wide["prior_top_eigenvalue"]
+    scaled = prior_match(2.0 * torch.randn(n, 3, generator=g), 2.0, g)
+    assert scaled["radial_mean_error"] < 0.03
+    with pytest.raises(ValueError, match="scale"):
+        prior_match(torch.randn(8, 2), 0.0)
+
+
+def test_stage1_stops_at_the_first_round_that_matches_the_prior(monkeypatch):
+    model = ASBM((2,), VPSDE(), GaussianEnergy(), sim_steps=3, hidden=8)
+    verdicts = iter([False, True, True, True])
+    monkeypatch.setattr(model, "prior_match", lambda *a: {"passed": next(verdicts)})
+    data = torch.randn(64, 2)
+    kw = dict(batch_size=8, buffer_size=16, corrector_buffer=16, progress=False, diagnostics=0)
+    model.fit_forward(data, rounds=4, adjoint_steps=2, corrector_steps=2,
+                      stop_at_prior_match=True, check_size=64, **kw)  # fmt: skip
+    assert model.log.matched_round == 2
+    assert [row["round"] for row in model.log.rounds] == [1, 2]
+    with pytest.raises(ValueError, match="check_size"):
+        model.fit_forward(data, 1, 1, 1, stop_at_prior_match=True, check_size=0, **kw)

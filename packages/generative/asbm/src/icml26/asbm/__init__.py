@@ -1,15 +1,16 @@
 """icml26.asbm: Adjoint Schrödinger Bridge Matching.
 
-Paper: "Adjoint Schrödinger Bridge Matching" (arXiv 2602.15396, ICML 2026). No official code is
-public: this is a reconstruction on top of the Adjoint Schrödinger Bridge Sampler (ASBS, Liu et
-al. 2025) with the data as the source and an energy-defined prior as the target; see
-``icml26.asbm.asbm`` and the README for every choice.
+Paper: "Adjoint Schrödinger Bridge Matching" (arXiv 2602.15396, ICML 2026); official code
+swswss/ASBM. The data is the source and an energy-defined prior the target; see
+``icml26.asbm.asbm`` and the README for what follows the official code and what differs.
 
 Implemented: Brownian and VP reference SDEs with their bridges; adjoint matching and corrector
-matching (stage 1) with a replay buffer; bridge matching on the learned coupling (stage 2) with
-ODE and SDE samplers; one-step distillation; independent, minibatch-OT and Schrödinger-bridge
-(SB-CFM) conditional flow matching and one-round reflow baselines; MMD, sliced W2, straightness
-and a classifier-feature Fréchet proxy.
+matching (stage 1) with a replay buffer; bridge matching on the learned coupling (stage 2), as the
+official backward score (Euler-Maruyama and Heun probability-flow samplers) or as posterior means
+(ODE and SDE samplers), with a moving average; the stage-2 positive control on the independent
+coupling (``icml26.asbm.controls``); one-step distillation (distribution matching, regression);
+independent, minibatch-OT and Schrödinger-bridge (SB-CFM) conditional flow matching and one-round
+reflow baselines; MMD, sliced W2, straightness and a classifier-feature Fréchet proxy.
 """
 
 from icml26.asbm.asbm import (
@@ -17,6 +18,7 @@ from icml26.asbm.asbm import (
     ReplayBuffer,
     adjoint_matching_loss,
     bridge_matching_loss,
+    bridge_score_loss,
     corrector_matching_loss,
 )
 from icml26.asbm.baselines import FlowMatching, Reflow, ot_pairing, sb_pairing, sb_path
@@ -40,6 +42,7 @@ __all__ = [
     "TinyUNet",
     "adjoint_matching_loss",
     "bridge_matching_loss",
+    "bridge_score_loss",
     "corrector_matching_loss",
     "frechet_distance",
     "mmd",

@@ -1,9 +1,9 @@
 """Adjoint Schrödinger Bridge Matching (ASBM).
 
-Paper: "Adjoint Schrödinger Bridge Matching" (arXiv 2602.15396). No official code is public; this
-is OUR RECONSTRUCTION from the paper's description and the Adjoint Schrödinger Bridge Sampler
-(ASBS; Liu et al., 2025), run with the data as the source (t = 0) and the energy-defined prior
-``nu ∝ exp(-E)`` as the target (t = 1). Every choice below is ours unless the docstring cites it.
+Paper: "Adjoint Schrödinger Bridge Matching" (arXiv 2602.15396). Official code: swswss/ASBM
+(``components/{sdes,matchers,prior,buffer}.py``, ``runner.py``, ``distill.py``). Data at t = 0,
+the energy-defined prior ``nu ∝ exp(-E)`` at t = 1. The README lists what follows the official
+code and what differs.
 
 Stage 1 — forward coupling. The controlled SDE ``dX = [f + g^2 u_theta(t, X)] dt + g dW`` from
 data to nu. The SB optimum has ``u = grad log phi_t`` and terminal cost ``E + log phi^_1``, so with
@@ -13,22 +13,27 @@ the lean adjoint ``a_1 = grad E(x1) + h_phi(x1)``, ``h_phi ≈ grad log phi^_1``
                         (x0, x1) from the replay buffer, x_t ~ reference bridge(x0, x1, t)
     corrector matching  L_CM(phi)   = E || h_phi(x1) - grad_{x1} log p_{1|0}(x1 | x0) ||^2
 
-alternated for rounds (IPF-like): round 1 is adjoint matching with h = 0; every later round first
-fits h on fresh pairs of the current forward process, then re-solves adjoint matching with it, so
-every round ends on adjoint matching and uses the corrector fitted just before it. Buffers are
-re-simulated (without gradients) every few hundred steps. a(t, 1) = 1 for the Brownian
-reference. For Gaussian data the whole iteration has a closed form (``icml26.asbm.gaussian``),
-which the tests hold the trained networks to.
+(official ``matchers.py``: the same targets, the lean adjoint transported in closed form by
+``a(t, 1)``). They alternate in rounds: round 1 is adjoint matching with h = 0; every later round
+first fits h on fresh pairs of the current forward process, then re-solves adjoint matching with
+it. Buffers are re-simulated (without gradients) every few hundred steps. For Gaussian data the
+whole iteration has a closed form (``icml26.asbm.gaussian``), which the tests hold the trained
+networks to.
 
-Stage 2 — backward generative dynamics. Bridge matching on the coupling stage 1 induces: a
-network predicts ``(x0, x1)`` from ``(t, x_t)`` with x_t on the reference bridge (regressing x0
-from (t, x_t), plus x1 for the probability-flow ODE); sampling starts at ``x1 ~ nu`` and runs to
-t = 0 either deterministically (``"ode"``: the exact update of the probability-flow ODE when the
-predictions are held fixed over a step, DDIM-style) or by ancestral bridge sampling (``"sde"``).
+Stage 2 — backward generative dynamics, by bridge matching on the coupling stage 1 induces.
+Default (``stage2="score"``, the official one): a backward score ``s(t, x)`` regressed onto
+``grad log p_{t|0}(x_t | x0)`` (``bridge_score_loss``), sampled by Euler-Maruyama on
+``dx = [f - g^2 s] dt + g dW`` or by Heun on the probability-flow ODE
+``dx/dt = f + g^2 (u - s) / 2`` with stage 1's forward control. The alternative
+(``stage2="posterior"``): a network predicts ``(x0, x1)`` from ``(t, x_t)``, sampled by the exact
+update of the probability-flow ODE with the predictions held fixed over a step (DDIM-style,
+``"ode"``) or by ancestral bridge sampling (``"sde"``).
 
-One-step distillation: a generator regressed onto the ODE's endpoints.
+One-step distillation: a generator regressed onto the sampler's endpoints (the official
+``distill.py`` adds a distribution-matching term; see the README).
 """
 
+import copy
 import json
 import os
 import tempfile
@@ -50,7 +55,8 @@ from icml26.asbm.checks import (
     positive_ints,
 )
 from icml26.asbm.nets import MLP, TinyUNet
-from icml26.asbm.sde import GaussianEnergy, LinearSDE, randn, sde_from_config
+from icml26.asbm.sde import EPS, GaussianEnergy, LinearSDE, randn, sde_from_config
+from icml26.testing.checks import number
 
 
 def _check_data(data: torch.Tensor, shape=None, min_n: int = 2, name: str = "data") -> torch.Tensor:
@@ -134,6 +140,48 @@ def bridge_matching_loss(net, sde: LinearSDE, x0, x1, t):
     return ((x0_hat - x0).pow(2) + (x1_hat - x1).pow(2)).flatten(1).sum(1).mean()
 
 
+def bridge_score_loss(net, sde: LinearSDE, x0, x1, t):
+    """The official stage-2 objective (``components/matchers.py``): with x_t on the reference
+    bridge between x0 and x1, regress the backward score ``s(t, x_t)`` onto
+    ``grad_{x_t} log p_{t|0}(x_t | x0) = (a(0, t) x0 - x_t) / std_t^2``, weighted by ``std_t^2``,
+    std_t the reference transition's from t = 0 (not the bridge's)::
+
+        L(s) = E || std_t s(t, x_t) - (a(0, t) x0 - x_t) / std_t ||^2.
+
+    The network outputs ``std_t s`` (the official network outputs s and the loss multiplies it
+    by std_t: the same minimiser, a network output of unit scale at every t). Times are kept in
+    [EPS, 1 - EPS] like the bridge's.
+    """
+    check_kind(sde, LinearSDE, "sde")
+    check_pair(x0, x1, t)
+    t = t.clamp(EPS, 1 - EPS)
+    x_t = sde.bridge_sample(x0, x1, t)
+    a0t, std = (_bcast(c, x0) for c in sde.from_zero(t))
+    pred = net(t, x_t)
+    if pred.shape != x0.shape:
+        raise ValueError(f"net must output one score per input (shape {tuple(x0.shape)}, "
+                         f"out_mult=1), got {tuple(pred.shape)}")  # fmt: skip
+    return (pred - (a0t * x0 - x_t) / std).pow(2).flatten(1).sum(1).mean()
+
+
+STAGE2 = {"score": ("em", "heun"), "posterior": ("ode", "sde")}
+"""Stage-2 parameterisations and their samplers (the first is the default)."""
+
+
+def ema_update(average: nn.Module, live: nn.Module, decay: float, step: int) -> None:
+    """``average <- d average + (1 - d) live`` with ``d = min(decay, (1 + step) / (10 + step))``.
+
+    The official code averages with a fixed 0.999 over hundreds of thousands of steps; the
+    warm-up keeps an average of a few thousand steps from being dominated by the initial
+    weights (the usual Polyak-average warm-up)."""
+    d = min(decay, (1 + step) / (10 + step))
+    with torch.no_grad():
+        for a, b in zip(average.parameters(), live.parameters(), strict=True):
+            a.lerp_(b, 1 - d)
+        for a, b in zip(average.buffers(), live.buffers(), strict=True):
+            a.copy_(b)
+
+
 TRAIN_COST = 3
 """Per-sample cost of a gradient step in forward-pass units (a backward pass ~ two forwards)."""
 
@@ -159,7 +207,9 @@ class TrainLog:
     rounds: list = field(default_factory=list)
     """Stage-1 diagnostics after each round (see ``ASBM.stage1_diagnostics``)."""
     diagnostics_seconds: float = 0.0
-    """Wall-clock spent on those diagnostics (measurement, not training)."""
+    """Wall-clock spent on those diagnostics and checks (measurement, not training)."""
+    matched_round: int | None = None
+    """The first stage-1 round whose terminal law passed the official stopping rule."""
 
 
 class ASBM:
@@ -173,6 +223,12 @@ class ASBM:
             ``bridge_net(t, x)`` (2x channels out) take time, ``h_net(None, x)`` and
             ``generator(None, x)`` do not. Default: MLPs.
         sim_steps: Euler-Maruyama steps when simulating the forward SDE.
+        stage2: ``"score"`` (default; the official code's: a backward score trained with
+            ``bridge_score_loss``, sampled by Euler-Maruyama or the Heun probability-flow ODE)
+            or ``"posterior"`` (the network predicts E[x0 | x_t] and E[x1 | x_t] with
+            ``bridge_matching_loss``, sampled by the DDIM-style ODE or ancestral bridges).
+        ema: decay of the stage-2 network's exponential moving average (the official 0.999,
+            with a warm-up, see ``ema_update``); sampling uses the average. ``None``: no average.
     """
 
     def __init__(
@@ -186,25 +242,41 @@ class ASBM:
         generator=None,
         sim_steps: int = 100,
         hidden: int = 256,
+        stage2: str = "score",
+        ema: float | None = 0.999,
     ):
         self.shape = check_shape(shape)
+        if stage2 not in STAGE2:
+            raise ValueError(f"stage2 must be one of {sorted(STAGE2)}, got {stage2!r}")
+        if ema is not None:
+            number("ema", ema, low=0, below=1)
+        self.stage2, self.ema = stage2, ema
         check_kind(sde, LinearSDE, "sde")
         check_kind(energy, GaussianEnergy, "energy")
         positive_int(sim_steps, "sim_steps")
         self.sde, self.energy, self.sim_steps = sde, energy, sim_steps
         self.u_net = u_net or MLP(self.shape, hidden)
         self.h_net = h_net or MLP(self.shape, hidden, time=False)
-        self.bridge_net = bridge_net or MLP(self.shape, hidden, out_mult=2)
+        self.bridge_net = bridge_net or MLP(self.shape, hidden, out_mult=self._out_mult)
+        # the stage-2 average starts as a copy of the network and follows it during fit_backward
+        self.bridge_ema = copy.deepcopy(self.bridge_net) if ema is not None else None
         self.generator = generator or MLP(self.shape, hidden, time=False)
         # h starts at 0: the first round matches the energy alone (phi^_1 = const).
         last = [m for m in self.h_net.modules() if isinstance(m, nn.Linear | nn.Conv2d)][-1]
         nn.init.zeros_(last.weight)
         nn.init.zeros_(last.bias)
         self.log = TrainLog([], [], [], [])
+        self.distill_time: float | None = None
+        """t_c of a distribution-matched generator read out by Tweedie's formula (``distill_dm``);
+        None: the generator maps x1 to a sample directly."""
         self.nfe = {"simulation": 0, "training": 0, "teacher": 0}
         """Training compute in per-sample network evaluations: a forward pass on one sample
         counts 1, a gradient step ``TRAIN_COST`` per sample (forward + backward); diagnostics
         and sampling for evaluation are not counted."""
+
+    @property
+    def _out_mult(self) -> int:
+        return 1 if self.stage2 == "score" else 2
 
     @property
     def device(self) -> torch.device:
@@ -213,8 +285,9 @@ class ASBM:
 
     def to(self, device: str | torch.device) -> "ASBM":
         """Move all four networks to ``device``; returns self."""
-        for name in ("u_net", "h_net", "bridge_net", "generator"):
-            getattr(self, name).to(device)
+        for name in ("u_net", "h_net", "bridge_net", "generator", "bridge_ema"):
+            if getattr(self, name) is not None:
+                getattr(self, name).to(device)
         return self
 
     # --- stage 1 ---------------------------------------------------------------------------
@@ -247,19 +320,23 @@ class ASBM:
         seed: int = 0,
         progress: bool = True,
         diagnostics: int = 2048,
+        stop_at_prior_match: bool = False,
+        check_size: int = 51200,
     ) -> "ASBM":
         """Stage 1: adjoint matching (u) with h = 0, then ``rounds - 1`` times: corrector matching
-        (h) on fresh pairs of the current forward process, and adjoint matching again.
+        (h) on fresh pairs of the current forward process (a new buffer of ``corrector_buffer``
+        pairs every ``resimulate_every`` steps: it overfits a small one), and adjoint matching.
 
-        The corrector draws a new buffer of ``corrector_buffer`` simulated pairs every
-        ``resimulate_every`` steps, so it never sees the same pairs for long (it overfits a small
-        buffer). After each round, with ``diagnostics`` > 0, that many fresh trajectories give the
-        round's row of ``self.log.rounds`` (``stage1_diagnostics``). Runs on the networks'
-        device (``data`` is moved there); the draws come from a seeded CPU generator, so a seed
-        gives the same batches on every device.
+        After each round, ``diagnostics`` fresh trajectories give ``stage1_diagnostics`` and
+        ``check_size`` more the official stopping rule (``metrics.prior_match``), in the round's
+        row of ``self.log.rounds``; ``self.log.matched_round`` is the first round that passes.
+        With ``stop_at_prior_match``, ``rounds`` is a maximum and stage 1 stops there, as the
+        official code does (it checks every 20 epochs from epoch 300). Runs on the networks'
+        device; the draws come from a seeded CPU generator (the same batches on every device).
         """
         sizes = (batch_size, buffer_size, corrector_buffer, resimulate_every)
         _check_stage1(rounds, adjoint_steps, corrector_steps, *sizes)
+        _check_rounds_log(diagnostics, check_size, stop_at_prior_match)
         data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1000 * _rank())
         u, h = _ddp(self.u_net), _ddp(self.h_net)
@@ -303,14 +380,39 @@ class ASBM:
                 # u's gradient step, and h's forward pass for the target once h is in use
                 self.nfe["training"] += (TRAIN_COST + (r > 0)) * batch_size
                 bar.update()
-            if diagnostics:
-                start = time.perf_counter()
-                self.log.rounds.append(
-                    {"round": r + 1, **self.stage1_diagnostics(data, diagnostics, gen)}
-                )
-                self.log.diagnostics_seconds += time.perf_counter() - start
+            self._log_round(r + 1, data, diagnostics, check_size, gen)
+            if stop_at_prior_match and self.log.matched_round is not None:
+                break
         bar.close()
         return self
+
+    def _log_round(self, round_: int, data, diagnostics: int, check_size: int, gen) -> None:
+        """The round's row of ``self.log.rounds`` (diagnostics, stopping rule), timed apart."""
+        start = time.perf_counter()
+        row = {"round": round_}
+        if diagnostics:
+            row.update(self.stage1_diagnostics(data, diagnostics, gen))
+        if check_size:
+            row["prior_match"] = self.prior_match(data, check_size, gen)
+            if row["prior_match"]["passed"] and self.log.matched_round is None:
+                self.log.matched_round = round_
+        if len(row) > 1:
+            self.log.rounds.append(row)
+        self.log.diagnostics_seconds += time.perf_counter() - start
+
+    @torch.no_grad()
+    def prior_match(self, data: torch.Tensor, n: int = 51200,
+                    gen: torch.Generator | None = None) -> dict:  # fmt: skip
+        """The official stopping rule (``metrics.prior_match``) on ``n`` fresh trajectories from
+        the data (simulated in chunks of 4096)."""
+        from icml26.asbm.metrics import prior_match
+
+        positive_int(n, "n", minimum=2)
+        gen = gen or torch.Generator().manual_seed(0)
+        data = _check_data(data, self.shape).to(self.device)
+        idx = torch.randint(0, len(data), (n,), generator=gen).to(data.device)
+        x1 = torch.cat([self.simulate_forward(data[c], gen) for c in idx.split(4096)])
+        return prior_match(x1, self.energy.scale, gen)
 
     @torch.no_grad()
     def stage1_diagnostics(
@@ -363,11 +465,19 @@ class ASBM:
         lr: float = 1e-3,
         seed: int = 0,
         progress: bool = True,
+        coupling: str = "learned",
     ) -> "ASBM":
         """Stage 2: bridge matching on (x0, x1) pairs from the learned forward SDE, on the
-        networks' device."""
+        networks' device: ``bridge_score_loss`` (``stage2="score"``) or ``bridge_matching_loss``
+        (``"posterior"``); the moving average follows every step.
+
+        ``coupling="independent"`` pairs each x0 with a fresh prior draw instead of simulating
+        stage 1 (no stage 1 needed): the positive control of the stage-2 code, which must then
+        match flow matching with the independent coupling (both learn the same marginals)."""
         positive_ints(steps=steps, batch_size=batch_size, buffer_size=buffer_size,
                        resimulate_every=resimulate_every)  # fmt: skip
+        if coupling not in ("learned", "independent"):
+            raise ValueError(f"coupling must be 'learned' or 'independent', got {coupling!r}")
         data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1 + 1000 * _rank())
         net = _ddp(self.bridge_net)
@@ -376,49 +486,98 @@ class ASBM:
         for k in tqdm(range(steps), desc="ASBM stage 2", disable=not progress or _rank() != 0):
             if k % resimulate_every == 0:
                 idx = torch.randint(0, len(data), (buffer_size,), generator=gen).to(data.device)
-                buffer.fill(data[idx], self.simulate_forward(data[idx], gen))
-                self.nfe["simulation"] += buffer_size * self.sim_steps
+                if coupling == "independent":
+                    x1 = self.energy.sample(buffer_size, self.shape, gen, data.device)
+                else:
+                    x1 = self.simulate_forward(data[idx], gen)
+                    self.nfe["simulation"] += buffer_size * self.sim_steps
+                buffer.fill(data[idx], x1)
             x0, x1 = buffer.sample(batch_size, gen)
             t = torch.rand(batch_size, generator=gen).to(x0.device)
-            loss = bridge_matching_loss(net, self.sde, x0, x1, t)
+            loss = self._stage2_loss(net, self.sde, x0, x1, t)
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if self.bridge_ema is not None:
+                ema_update(self.bridge_ema, self.bridge_net, self.ema, len(self.log.bridge))
             self.log.bridge.append(loss.item())
             self.nfe["training"] += TRAIN_COST * batch_size
         return self
 
+    @property
+    def _stage2_loss(self):
+        return bridge_score_loss if self.stage2 == "score" else bridge_matching_loss
+
+    @property
+    def stage2_net(self) -> nn.Module:
+        """The stage-2 network sampling uses: the moving average when there is one."""
+        return self.bridge_ema if self.bridge_ema is not None else self.bridge_net
+
+    def _require(self, stage2: str, what: str) -> None:
+        if self.stage2 != stage2:
+            raise ValueError(f"{what} needs stage2={stage2!r}; this model has "
+                             f"stage2={self.stage2!r}")  # fmt: skip
+
     @torch.no_grad()
     def predict(self, t: torch.Tensor, x: torch.Tensor):
-        """(x0_hat, x1_hat) = E[x0 | x_t], E[x1 | x_t] under the coupling."""
-        return self.bridge_net(t, x).chunk(2, dim=1)
+        """(x0_hat, x1_hat) = E[x0 | x_t], E[x1 | x_t] under the coupling (posterior model)."""
+        self._require("posterior", "predict")
+        return self.stage2_net(t, x).chunk(2, dim=1)
+
+    @torch.no_grad()
+    def score(self, t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The backward score ``s(t, x) ≈ E[grad log p_{t|0}(x_t | x0) | x_t = x]``
+        (``stage2="score"``): the network's output divided by std_t."""
+        self._require("score", "score")
+        return self.stage2_net(t, x) / _bcast(self.sde.from_zero(t)[1], x)
+
+    @torch.no_grad()
+    def probability_flow(self, t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``dx/dt = f + g^2 (u - s) / 2`` (official ``sdes.py``): the forward control u of stage 1
+        and the backward score s of stage 2 give the marginals' deterministic flow, since the
+        forward drift f + g^2 u and the backward drift f - g^2 s differ by g^2 grad log p_t."""
+        g2 = _bcast(self.sde.g(t), x) ** 2
+        return self.sde.f(t, x) + 0.5 * g2 * (self.u_net(t, x) - self.score(t, x))
 
     @torch.no_grad()
     def sample(
         self,
         n: int | None = None,
         steps: int = 8,
-        method: str = "ode",
+        method: str | None = None,
         x1: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
         return_trajectory: bool = False,
     ):
-        """Generate from ``x1 ~ nu`` (or the given x1) back to t = 0 in ``steps`` network calls.
+        """Generate from ``x1 ~ nu`` (or the given x1) back to t = 0 in ``steps`` time steps on
+        the uniform grid from 1 to 0.
 
-        ``method="ode"`` is deterministic given x1; ``"sde"`` samples the reference bridge
-        between the predicted x0 and the current state at every step (ancestral). Runs on x1's
-        device, or on the networks' when x1 is drawn here.
+        ``stage2="score"``: ``method="em"`` (default) is Euler-Maruyama on the backward SDE
+        ``dx = [f - g^2 s] dt + g dW`` (one network call per step, no noise on the last step, as
+        in the official sampler); ``"heun"`` integrates the probability-flow ODE
+        (``probability_flow``) with Heun's method, a plain Euler last step, each velocity
+        costing a call of the score and of the forward control (so 4 calls per step but the
+        last, which costs 2). ``stage2="posterior"``: ``"ode"`` (default) is deterministic given
+        x1; ``"sde"`` samples the reference bridge between the predicted x0 and the current
+        state at every step (ancestral). Runs on x1's device, or on the networks' when x1 is
+        drawn here.
         """
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
-        if method not in ("ode", "sde"):
-            raise ValueError(f"method must be 'ode' or 'sde', got {method!r}")
+        methods = STAGE2[self.stage2]
+        method = methods[0] if method is None else method
+        if method not in methods:
+            raise ValueError(f"method must be one of {methods} for stage2={self.stage2!r}, "
+                             f"got {method!r}")  # fmt: skip
         if x1 is None:
             if n is None or n < 1:
                 raise ValueError("give n >= 1 or x1")
             x1 = self.energy.sample(n, self.shape, generator, self.device)
         x = _check_data(x1, self.shape, min_n=1, name="x1")
         ts = torch.linspace(1.0, 0.0, steps + 1)  # host-side grid: only read back as floats
+        if self.stage2 == "score":
+            traj = self._sample_score(x, ts, method, generator)
+            return (traj[-1], traj) if return_trajectory else traj[-1]
         traj = [x]
         for k in range(steps):
             t, s = ts[k].item(), ts[k + 1].item()
@@ -438,6 +597,27 @@ class ASBM:
             traj.append(x)
         return (x, traj) if return_trajectory else x
 
+    def _sample_score(self, x, ts, method: str, gen) -> list[torch.Tensor]:
+        traj, last = [x], len(ts) - 2
+        for k in range(len(ts) - 1):
+            t, s = ts[k].item(), ts[k + 1].item()
+            dt = t - s
+            tt = torch.full((len(x),), t, device=x.device)
+            if method == "em":
+                g = _bcast(self.sde.g(tt), x)
+                x = x + (g**2 * self.score(tt, x) - self.sde.f(tt, x)) * dt
+                if k < last:
+                    x = x + g * dt**0.5 * randn(x.shape, gen, x.device)
+            else:
+                v = self.probability_flow(tt, x)
+                guess = x - dt * v
+                if k < last:  # Heun: average the slopes at both ends
+                    ss = torch.full((len(x),), s, device=x.device)
+                    guess = x - 0.5 * dt * (v + self.probability_flow(ss, guess))
+                x = guess
+            traj.append(x)
+        return traj
+
     def _bridge_step(self, x0, xt, s: float, t: float, gen) -> torch.Tensor:
         # Reference bridge on [0, t] pinned at x0 and xt, evaluated at s < t.
         sde = self.sde
@@ -449,6 +629,24 @@ class ASBM:
         return mean + w.sqrt() * randn(xt.shape, gen, xt.device)
 
     # --- distillation -----------------------------------------------------------------------
+    @property
+    def teacher_method(self) -> str:
+        """The deterministic sampler that makes distillation pairs: Heun on the probability-flow
+        ODE (the official teacher) or the posterior model's ODE."""
+        return "heun" if self.stage2 == "score" else "ode"
+
+    def sampler_calls(self, steps: int, method: str | None = None) -> int:
+        """Network evaluations per sample of ``sample(steps=steps, method=method)``."""
+        method = method or STAGE2[self.stage2][0]
+        return 4 * steps - 2 if method == "heun" else steps
+
+    def _teacher_pairs(self, n_pairs: int, teacher_steps: int, gen: torch.Generator):
+        x1 = self.energy.sample(n_pairs, self.shape, gen, self.device)
+        x0 = torch.cat([self.sample(x1=c, steps=teacher_steps, method=self.teacher_method)
+                        for c in x1.split(2048)])  # fmt: skip
+        self.nfe["teacher"] += n_pairs * self.sampler_calls(teacher_steps, self.teacher_method)
+        return x1, x0
+
     def distill(
         self,
         n_pairs: int = 8192,
@@ -459,12 +657,11 @@ class ASBM:
         seed: int = 0,
         progress: bool = True,
     ) -> "ASBM":
-        """Regress a one-step generator ``G(x1)`` onto the ODE's endpoints from ``x1``, on the
-        networks' device."""
+        """Regress a one-step generator ``G(x1)`` onto the deterministic sampler's endpoints from
+        ``x1`` (``teacher_method``), on the networks' device. See ``distill_dm`` for the official
+        objective."""
         gen = torch.Generator().manual_seed(seed + 2)
-        x1 = self.energy.sample(n_pairs, self.shape, gen, self.device)
-        x0 = torch.cat([self.sample(x1=c, steps=teacher_steps) for c in x1.split(2048)])
-        self.nfe["teacher"] += n_pairs * teacher_steps
+        x1, x0 = self._teacher_pairs(n_pairs, teacher_steps, gen)
         net = _ddp(self.generator)
         opt = torch.optim.Adam(net.parameters(), lr=lr)
         for _ in tqdm(range(steps), desc="distill", disable=not progress or _rank() != 0):
@@ -475,11 +672,94 @@ class ASBM:
             opt.step()
             self.log.distill.append(loss.item())
             self.nfe["training"] += TRAIN_COST * batch_size
+        self.distill_time = None
         return self
+
+    def distill_dm(
+        self,
+        n_pairs: int = 8192,
+        teacher_steps: int = 25,
+        steps: int = 2000,
+        batch_size: int = 256,
+        lr: float = 1e-4,
+        regression: float = 0.1,
+        fake_updates: int = 5,
+        seed: int = 0,
+        progress: bool = True,
+    ) -> "ASBM":
+        """The official distillation (``distill.py``): distribution matching plus ``regression``
+        times a regression onto teacher pairs, for the score model.
+
+        - The generator is a score network initialised from the (averaged) stage-2 network and
+          read out by Tweedie's formula at t_c = 1: ``G(z) = (z + std_1^2 s_G(1, z)) / a(0, 1)``,
+          so it starts as the teacher's one-jump posterior mean.
+        - A fake score network, also initialised from the teacher, follows the generator's law:
+          every step it takes one ``bridge_score_loss`` step on bridges between ``G(z)`` and z.
+        - Every ``fake_updates`` steps the generator takes one step on
+          ``L = 1/2 || G(z) - sg(G(z) - w_t (s_fake - s_real)(t, x_t)) ||^2
+          + regression || G(z') - x0' ||^2``, x_t on the bridge between G(z) and z, t uniform,
+          ``w_t = 0.9 B_t + 0.1`` (B_t the bridge's weight on z), (z', x0') teacher pairs made by
+          Heun on the probability-flow ODE (``teacher_steps`` steps).
+
+        Differences: AdamW without weight decay or clipping, lr 1e-4 (the official 1e-5 over
+        1000 CIFAR epochs), squared errors summed over coordinates. The distilled generator
+        replaces ``self.generator``; ``sample_distilled`` reads it out at t_c."""
+        self._require("score", "distill_dm")
+        positive_ints(n_pairs=n_pairs, teacher_steps=teacher_steps, steps=steps,
+                      batch_size=batch_size, fake_updates=fake_updates)  # fmt: skip
+        reg_weight = number("regression", regression, low=0)
+        gen = torch.Generator().manual_seed(seed + 3)
+        x1, x0 = self._teacher_pairs(n_pairs, teacher_steps, gen)
+        real = self.stage2_net
+        self.generator = copy.deepcopy(real).requires_grad_(True)
+        fake = copy.deepcopy(real).requires_grad_(True)
+        g_net, f_net = _ddp(self.generator), _ddp(fake)
+        opt_g = torch.optim.AdamW(g_net.parameters(), lr=lr, weight_decay=0.0)
+        opt_f = torch.optim.AdamW(f_net.parameters(), lr=lr, weight_decay=0.0)
+        self.distill_time = 1.0
+        for k in tqdm(range(steps), desc="distill (DM)", disable=not progress or _rank() != 0):
+            z = self.energy.sample(batch_size, self.shape, gen, self.device)
+            with torch.no_grad():
+                x_gen = self._tweedie(g_net, z)
+            t = torch.rand(batch_size, generator=gen).to(z.device)
+            loss_f = bridge_score_loss(f_net, self.sde, x_gen, z, t)
+            opt_f.zero_grad()
+            loss_f.backward()
+            opt_f.step()
+            self.nfe["training"] += TRAIN_COST * batch_size + batch_size  # + G's forward pass
+            if k % fake_updates:
+                continue
+            x_gen = self._tweedie(g_net, z)
+            t = torch.rand(batch_size, generator=gen).to(z.device).clamp(EPS, 1 - EPS)
+            with torch.no_grad():
+                x_t = self.sde.bridge_sample(x_gen, z, t)
+                std = _bcast(self.sde.from_zero(t)[1], z)
+                w = 0.9 * _bcast(self.sde.bridge_coefficients(t)[1], z) + 0.1
+                v = w * (fake(t, x_t) - real(t, x_t)) / std
+            # the gradient of this surrogate with respect to G(z) is v itself
+            dm = 0.5 * (x_gen - (x_gen.detach() - v)).pow(2).flatten(1).sum(1).mean()
+            idx = torch.randint(0, n_pairs, (batch_size,), generator=gen).to(z.device)
+            reg = (self._tweedie(g_net, x1[idx]) - x0[idx]).pow(2).flatten(1).sum(1).mean()
+            loss = dm + reg_weight * reg
+            opt_g.zero_grad()
+            loss.backward()
+            opt_g.step()
+            self.log.distill.append(loss.item())
+            # two generator passes with gradients, two score evaluations for v
+            self.nfe["training"] += 2 * TRAIN_COST * batch_size + 2 * batch_size
+        return self
+
+    def _tweedie(self, net, z: torch.Tensor) -> torch.Tensor:
+        t = torch.full((len(z),), self.distill_time, device=z.device)
+        a, std = (_bcast(c, z) for c in self.sde.from_zero(t.clamp(EPS, 1 - EPS)))
+        return (z + std * net(t, z)) / a  # net outputs std * s, so std^2 s = std * net
 
     @torch.no_grad()
     def sample_distilled(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """One network call per sample: the distilled generator at x1 ~ nu."""
         x1 = self.energy.sample(n, self.shape, generator, module_device(self.generator))
+        if self.distill_time is not None:
+            return self._tweedie(self.generator, x1)
         return self.generator(None, x1)
 
     # --- checkpoints ------------------------------------------------------------------------
@@ -488,7 +768,9 @@ class ASBM:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         tensors = {}
-        for name in ("u_net", "h_net", "bridge_net", "generator"):
+        for name in ("u_net", "h_net", "bridge_net", "generator", "bridge_ema"):
+            if getattr(self, name) is None:
+                continue
             for k, v in getattr(self, name).state_dict().items():
                 tensors[f"{name}.{k}"] = v.detach().contiguous().cpu()
         config = {
@@ -496,6 +778,9 @@ class ASBM:
             "sde": self.sde.config(),
             "energy_scale": self.energy.scale,
             "sim_steps": self.sim_steps,
+            "stage2": self.stage2,
+            "ema": self.ema,
+            "distill_time": self.distill_time,
             "nets": {
                 n: getattr(getattr(self, n), "init_config", None)
                 for n in ("u_net", "h_net", "bridge_net", "generator")
@@ -537,9 +822,13 @@ class ASBM:
             sde_from_config(config["sde"]),
             GaussianEnergy(config["energy_scale"]),
             sim_steps=config["sim_steps"],
+            # checkpoints written before these fields existed are posterior models without EMA
+            stage2=config.get("stage2", "posterior"),
+            ema=config.get("ema"),
             **built,
         )
-        for name in built:
+        model.distill_time = config.get("distill_time")
+        for name in [*built, *(["bridge_ema"] if model.bridge_ema is not None else [])]:
             prefix = f"{name}."
             state = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
             getattr(model, name).load_state_dict(state)
@@ -555,6 +844,13 @@ def build_net(spec: dict) -> nn.Module:
     if kind == "unet":
         return TinyUNet(**kwargs)
     raise ValueError(f"unknown network kind {kind!r}")
+
+
+def _check_rounds_log(diagnostics, check_size, stop_at_prior_match) -> None:
+    positive_int(check_size, "check_size", minimum=0)
+    positive_int(diagnostics, "diagnostics", minimum=0)
+    if stop_at_prior_match and not check_size:
+        raise ValueError("stop_at_prior_match needs check_size > 0 trajectories to check")
 
 
 def _check_stage1(rounds, adjoint_steps, corrector_steps, *sizes) -> None:

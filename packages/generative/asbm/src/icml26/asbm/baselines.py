@@ -12,6 +12,7 @@ uses the Brownian bridge ``x_t = (1 - t) x0 + t x1 + sigma sqrt(t (1 - t)) eps``
 Sampling is Euler from t = 1 to 0 with as many network calls as steps.
 """
 
+import copy
 import warnings
 
 import numpy as np
@@ -19,7 +20,15 @@ import ot
 import torch
 from tqdm.auto import tqdm
 
-from icml26.asbm.asbm import TRAIN_COST, _check_data, _ddp, _rank, module_device
+from icml26.asbm.asbm import (
+    ASBM,
+    TRAIN_COST,
+    _check_data,
+    _ddp,
+    _rank,
+    ema_update,
+    module_device,
+)
 from icml26.asbm.checks import (
     check_kind,
     check_pair,
@@ -30,7 +39,8 @@ from icml26.asbm.checks import (
 )
 from icml26.asbm.metrics import check_samples
 from icml26.asbm.nets import MLP
-from icml26.asbm.sde import GaussianEnergy, randn
+from icml26.asbm.sde import VPSDE, GaussianEnergy, randn
+from icml26.testing.checks import number
 
 
 def sb_pairing(x0: torch.Tensor, x1: torch.Tensor, sigma: float, gen: torch.Generator,
@@ -95,7 +105,10 @@ def ot_pairing(x0: torch.Tensor, x1: torch.Tensor) -> torch.Tensor:
 
 class FlowMatching:
     """Conditional flow matching; ``coupling="independent"``, ``"ot"`` (minibatch exact OT) or
-    ``"sb"`` (SB-CFM: minibatch entropic OT and Brownian-bridge paths of noise ``sigma``)."""
+    ``"sb"`` (SB-CFM: minibatch entropic OT and Brownian-bridge paths of noise ``sigma``).
+
+    ``ema``: decay of a moving average of the network (``ema_update``'s warm-up), used for
+    sampling; None (default) samples with the trained network itself."""
 
     def __init__(
         self,
@@ -105,8 +118,11 @@ class FlowMatching:
         net=None,
         hidden: int = 256,
         sigma: float = 0.5,
+        ema: float | None = None,
     ):
         check_kind(energy, GaussianEnergy, "energy")
+        if ema is not None:
+            number("ema", ema, low=0, below=1)
         positive_int(hidden, "hidden")
         nonnegative_float(sigma, "sigma", positive=coupling == "sb")
         if coupling not in ("independent", "ot", "sb"):
@@ -116,6 +132,8 @@ class FlowMatching:
         self.shape, self.energy, self.coupling = check_shape(shape), energy, coupling
         self.sigma = float(sigma)
         self.net = net or MLP(self.shape, hidden)
+        self.ema = ema
+        self.net_ema = copy.deepcopy(self.net) if ema is not None else None
         self.losses: list[float] = []
         self.nfe = {"training": 0, "teacher": 0}
         """Training compute in per-sample network evaluations (see ``ASBM.nfe``)."""
@@ -127,9 +145,24 @@ class FlowMatching:
         return module_device(self.net)
 
     def to(self, device: str | torch.device) -> "FlowMatching":
-        """Move the network to ``device``; returns self."""
+        """Move the network (and its average) to ``device``; returns self."""
         self.net.to(device)
+        if self.net_ema is not None:
+            self.net_ema.to(device)
         return self
+
+    @property
+    def sampling_net(self):
+        """The network sampling uses: the moving average when there is one."""
+        return self.net_ema if self.net_ema is not None else self.net
+
+    def _step(self, opt, loss) -> None:
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if self.net_ema is not None:
+            ema_update(self.net_ema, self.net, self.ema, len(self.losses))
+        self.losses.append(loss.item())
 
     def fit(
         self,
@@ -153,11 +186,7 @@ class FlowMatching:
         ):
             x0 = data[torch.randint(0, len(data), (batch_size,), generator=gen).to(data.device)]
             x1 = self.energy.sample(batch_size, self.shape, gen, data.device)
-            loss = self.loss(net, x0, x1, gen)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            self.losses.append(loss.item())
+            self._step(opt, self.loss(net, x0, x1, gen))
             self.nfe["training"] += TRAIN_COST * batch_size
         return self
 
@@ -198,7 +227,7 @@ class FlowMatching:
         traj = [x]
         for k in range(steps):
             t, dt = ts[k].item(), (ts[k] - ts[k + 1]).item()
-            x = x - dt * self.net(torch.full((len(x),), t, device=x.device), x)
+            x = x - dt * self.sampling_net(torch.full((len(x),), t, device=x.device), x)
             traj.append(x)
         return (x, traj) if return_trajectory else x
 
@@ -211,8 +240,9 @@ class Reflow(FlowMatching):
     network evaluations the pairs cost."""
 
     def __init__(self, shape, energy: GaussianEnergy, net=None, hidden: int = 256,
-                 n_pairs: int = 8192, teacher_steps: int = 32):  # fmt: skip
-        super().__init__(shape, energy, "independent", net, hidden)
+                 n_pairs: int = 8192, teacher_steps: int = 32,
+                 ema: float | None = None):  # fmt: skip
+        super().__init__(shape, energy, "independent", net, hidden, ema=ema)
         positive_int(n_pairs, "n_pairs", 2)
         positive_int(teacher_steps, "teacher_steps")
         self.n_pairs, self.teacher_steps = n_pairs, teacher_steps
@@ -238,9 +268,22 @@ class Reflow(FlowMatching):
             t = torch.rand(batch_size, generator=gen).to(a.device)
             tb = t.view(-1, *([1] * len(self.shape)))
             loss = (net(t, (1 - tb) * a + tb * b) - (b - a)).pow(2).flatten(1).sum(1).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            self.losses.append(loss.item())
+            self._step(opt, loss)
             self.nfe["training"] += TRAIN_COST * batch_size
         return self
+
+
+def score_matching(shape, energy: GaussianEnergy, net=None, hidden: int = 256,
+                   beta_max: float = 20.0, ema: float | None = 0.999) -> ASBM:  # fmt: skip
+    """The paper's own baseline: denoising score matching on a memoryless VP reference (beta
+    0.1 -> 20, the official scripts' setting; a(0, 1) = 0.0066, so X_1 forgets X_0), with the
+    same network and sampler as ASBM's stage 2.
+
+    It is ASBM's stage-2 code on the independent coupling: train it with
+    ``model.fit_backward(data, coupling="independent")`` (no stage 1), sample it with
+    ``model.sample`` (Euler-Maruyama; ``"heun"`` needs a forward control it does not have).
+    With a memoryless reference the bridge from x0 to an independent x1 is the usual diffusion
+    forward process up to a(0, 1)."""
+    number("beta_max", beta_max, above=0.1)
+    bridge = net if net is not None else MLP(check_shape(shape), hidden)
+    return ASBM(shape, VPSDE(0.1, beta_max), energy, bridge_net=bridge, hidden=hidden, ema=ema)

@@ -1,7 +1,8 @@
-"""``icml26-asbm bench``: what a sample costs. Wall-clock per generated batch of ASBM's sampler
-(the stage-2 bridge, ODE) at 1, 4 and 16 steps and of its distilled one-step generator, against
-flow matching's Euler sampler at the same step counts, on networks of the same family and width,
-as ratios measured in one run (best of ``repeats``, device-synchronised, one CPU thread).
+"""``icml26-asbm bench``: what a sample costs. Wall-clock per generated batch of ASBM's default
+sampler (Euler-Maruyama on the stage-2 score, one network call per step) at 1, 4 and 16 steps and
+of its distilled one-step generator, against flow matching's Euler sampler at the same step counts,
+on networks of the same family and width, as ratios measured in one run (best of ``repeats``,
+device-synchronised, one CPU thread).
 
 The paper's point is quality at few steps (the demo's verdict); this bench says what one step
 of each sampler costs, so a quality gap at equal steps can be read as a gap at equal compute."""
@@ -41,7 +42,7 @@ def run_bench(cfg: BenchConfig) -> dict:
     from icml26.asbm.asbm import ASBM
     from icml26.asbm.baselines import FlowMatching
     from icml26.asbm.nets import MLP
-    from icml26.asbm.sde import BrownianSDE, GaussianEnergy
+    from icml26.asbm.sde import VPSDE, GaussianEnergy
 
     cfg.validate()
     device = resolve_device(cfg.device)
@@ -52,8 +53,8 @@ def run_bench(cfg: BenchConfig) -> dict:
 
     torch.manual_seed(0)
     energy = GaussianEnergy(1.0)
-    asbm = ASBM(shape, BrownianSDE(0.5), energy, u_net=net(1, True), h_net=net(1, False),
-                bridge_net=net(2, True), generator=net(1, False)).to(device)  # fmt: skip
+    asbm = ASBM(shape, VPSDE(), energy, u_net=net(1, True), h_net=net(1, False),
+                bridge_net=net(1, True), generator=net(1, False)).to(device)  # fmt: skip
     cfm = FlowMatching(shape, energy, "independent", net(1, True)).to(device)
     g = torch.Generator().manual_seed(0)
     report: dict = {"device": device, "n": cfg.n, "seconds per batch": {}, "ASBM / CFM": {}}

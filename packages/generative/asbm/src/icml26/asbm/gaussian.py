@@ -59,3 +59,45 @@ def gaussian_stage1(
         k = c * v0 / var1
         alpha, beta = (a * k - 1) / v, a * (m0 - k * m1) / v
     return out
+
+
+def independent_bridge_fields(m0, v0, sde: LinearSDE, prior_scale: float = 1.0):
+    """Stage 2 in closed form for data N(m0, v0) (per coordinate) paired independently with the
+    prior N(0, s^2): the exact backward score and forward control of the mixture of reference
+    bridges, as functions ``(t, x) -> tensor`` (t of shape (B,), x of shape (B, ...)).
+
+    On the bridge ``x_t = A_t x0 + B_t x1 + sqrt(v_t) z`` everything is jointly Gaussian, with
+    ``Var x_t = A_t^2 v0 + B_t^2 s^2 + v_t``, so ``E[x0 | x_t]`` and ``E[x1 | x_t]`` are linear
+    regressions and
+
+        s*(t, x) = (a(0, t) E[x0 | x_t = x] - x) / v(0, t)                 (backward score)
+        u*(t, x) = a(t, 1) (E[x1 | x_t = x] - a(t, 1) x) / v(t, 1)         (forward control)
+
+    the conditional expectations of what ``bridge_score_loss`` and the forward bridge's Doob
+    transform regress. Times are kept in [EPS, 1 - EPS] like the bridge's.
+    """
+    from icml26.asbm.sde import EPS
+
+    m0, v0 = torch.as_tensor(m0, dtype=torch.float64), torch.as_tensor(v0, dtype=torch.float64)
+    s2 = float(prior_scale) ** 2
+
+    def regressions(t, x):
+        t = torch.as_tensor(t, dtype=torch.float32).clamp(EPS, 1 - EPS)
+        A, B, v = (c.double().view(-1, *([1] * (x.dim() - 1))) for c in sde.bridge_coefficients(t))
+        var = A**2 * v0 + B**2 * s2 + v
+        resid = x.double() - A * m0
+        return t, m0 + A * v0 / var * resid, B * s2 / var * resid
+
+    def score(t, x):
+        t, e0, _ = regressions(t, x)
+        a0t, std = (c.double().view(-1, *([1] * (x.dim() - 1))) for c in sde.from_zero(t))
+        return ((a0t * e0 - x.double()) / std**2).to(x.dtype)
+
+    def control(t, x):
+        t, _, e1 = regressions(t, x)
+        one = torch.ones_like(t)
+        shape = (-1, *([1] * (x.dim() - 1)))
+        at1, vt1 = sde.a(t, one).double().view(shape), sde.v(t, one).double().view(shape)
+        return (at1 * (e1 - at1 * x.double()) / vt1).to(x.dtype)
+
+    return score, control

@@ -137,3 +137,37 @@ def frechet_distance(net: FeatureNet, x: torch.Tensor, y: torch.Tensor) -> float
     sx = vx @ torch.diag(ex.clamp_min(0).sqrt()) @ vx.T
     cross = torch.linalg.eigvalsh(sx @ cy @ sx).clamp_min(0).sqrt().sum()
     return ((mx - my).pow(2).sum() + cx.trace() + cy.trace() - 2 * cross).item()
+
+
+def prior_match(x1: torch.Tensor, scale: float = 1.0, generator: torch.Generator | None = None,
+                rtol: float = 0.08) -> dict:  # fmt: skip
+    """The official stopping rule of stage 1 (``runner.py``): does the terminal law look like the
+    prior N(0, scale^2 I)?
+
+    - the largest eigenvalue of x1's covariance (over scale^2) is at most that of as many true
+      prior draws (its sampling noise sets the bar);
+    - the radial statistics of ``r = ||x1||^2``: the relative errors of its mean against
+      ``d scale^2`` and of its variance against ``2 d scale^4`` are both below ``rtol``.
+
+    Returns the four numbers and ``passed``."""
+    (flat,) = check_samples(x1, x1, ("x1", "x1"))[:1]
+    if not (isinstance(scale, int | float) and scale > 0):
+        raise ValueError(f"scale must be a positive number, got {scale!r}")
+    n, d = flat.shape
+    where = generator.device if generator is not None else torch.device("cpu")
+    prior = torch.randn(n, d, generator=generator, device=where).double().to(flat.device) * scale
+
+    def top(x):
+        return float(torch.linalg.eigvalsh(torch.cov(x.T).reshape(d, d))[-1]) / scale**2
+
+    r = flat.pow(2).sum(1)
+    out = {
+        "top_eigenvalue": top(flat),
+        "prior_top_eigenvalue": top(prior),
+        "radial_mean_error": abs(float(r.mean()) / (d * scale**2) - 1),
+        "radial_var_error": abs(float(r.var()) / (2 * d * scale**4) - 1),
+    }
+    spread = out["top_eigenvalue"] <= out["prior_top_eigenvalue"]
+    radial = out["radial_mean_error"] < rtol and out["radial_var_error"] < rtol
+    out["passed"] = bool(spread and radial)
+    return out

@@ -4,8 +4,9 @@ Both references have Gaussian transitions ``X_t | X_s ~ N(a(s, t) X_s, v(s, t) I
 
 - ``BrownianSDE(sigma)``: f = 0, g = sigma; a = 1, v = sigma^2 (t - s).
 - ``VPSDE(beta_min, beta_max)``: f = -beta(t) x / 2, g = sqrt(beta(t)), beta linear in t;
-  a = exp(-B(s, t) / 2) with B the integral of beta, v = 1 - a^2. With a small beta_max the
-  process is NOT memoryless: X_1 still depends on X_0 (a(0, 1) stays well above 0).
+  a = exp(-B(s, t) / 2) with B the integral of beta, v = 1 - a^2. The default (0.1 -> 4) is the
+  official code's reference (``components/sdes.py``): NOT memoryless, a(0, 1) = 0.36, so the
+  control, not the reference, has to carry X_1 to the prior.
 
 The bridge pinned at x0 (t = 0) and x1 (t = 1) is Gaussian at every t, with mean
 ``A_t x0 + B_t x1`` and variance ``v_t`` (product of the forward and backward transitions):
@@ -63,6 +64,12 @@ class LinearSDE(ABC):
         t = torch.as_tensor(t, dtype=torch.float32)
         return self.a(t, torch.ones_like(t))
 
+    def from_zero(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(a(0, t), sqrt(v(0, t)))``: mean factor and standard deviation of ``X_t | X_0``."""
+        t = torch.as_tensor(t, dtype=torch.float32)
+        zero = torch.zeros_like(t)
+        return self.a(zero, t), self.v(zero, t).sqrt()
+
     def grad_log_transition(self, x1: torch.Tensor, x0: torch.Tensor) -> torch.Tensor:
         """``grad_{x1} log p_{1|0}(x1 | x0) = -(x1 - a(0,1) x0) / v(0,1)``."""
         zero, one = x1.new_zeros(()), x1.new_ones(())
@@ -100,7 +107,7 @@ class BrownianSDE(LinearSDE):
 class VPSDE(LinearSDE):
     """``dX = -beta(t) X / 2 dt + sqrt(beta(t)) dW``, beta linear from beta_min to beta_max."""
 
-    def __init__(self, beta_min: float = 0.1, beta_max: float = 2.0):
+    def __init__(self, beta_min: float = 0.1, beta_max: float = 4.0):
         if not 0 <= beta_min <= beta_max or beta_max <= 0:
             raise ValueError(
                 f"need 0 <= beta_min <= beta_max, beta_max > 0; got {beta_min}, {beta_max}"

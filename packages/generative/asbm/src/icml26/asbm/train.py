@@ -29,18 +29,23 @@ class TrainConfig(DeviceOption):
     """mlp, or unet (TinyUNet; images (N, C, H, W) with H and W even)."""
     width: int = 16
     """TinyUNet base width (a multiple of 8)."""
-    reference: str = "brownian"
-    """brownian or vp."""
+    reference: str = "vp"
+    """vp (the official reference) or brownian."""
     sigma: float = 0.5
     """Brownian reference noise."""
-    beta_max: float = 2.0
-    """VP reference: beta_max (small keeps X_1 dependent on X_0)."""
+    beta_max: float = 4.0
+    """VP reference: beta_max (the official 4 keeps X_1 dependent on X_0)."""
     rounds: int = 4
     adjoint_steps: int = 600
     corrector_steps: int = 600
     bridge_steps: int = 2000
     sim_steps: int = 30
     """Euler-Maruyama steps of the forward SDE."""
+    check_size: int = 51200
+    """Trajectories the stopping rule checks after every round (0: no check)."""
+    stop_at_prior_match: bool = True
+    """Stop stage 1 at the first round whose terminal law passes the official stopping rule
+    (``--rounds`` is then a maximum)."""
     seed: int = 0
 
 
@@ -74,7 +79,7 @@ def run_train(cfg: TrainConfig) -> None:
             )
         c = shape[0]
         nets = {"u_net": TinyUNet(c, cfg.width), "h_net": TinyUNet(c, cfg.width),
-                "bridge_net": TinyUNet(c, cfg.width, out_mult=2),
+                "bridge_net": TinyUNet(c, cfg.width),
                 "generator": TinyUNet(c, cfg.width)}  # fmt: skip
     elif cfg.net == "mlp":
         nets = {}
@@ -84,7 +89,14 @@ def run_train(cfg: TrainConfig) -> None:
     model = ASBM(
         shape, sde, GaussianEnergy(1.0), sim_steps=cfg.sim_steps, hidden=hidden, **nets
     ).to(device)
-    model.fit_forward(data, cfg.rounds, cfg.adjoint_steps, cfg.corrector_steps, seed=cfg.seed)
+    stop = cfg.stop_at_prior_match and cfg.check_size > 0
+    model.fit_forward(data, cfg.rounds, cfg.adjoint_steps, cfg.corrector_steps, seed=cfg.seed,
+                      check_size=cfg.check_size, stop_at_prior_match=stop)  # fmt: skip
+    rounds = len(model.log.rounds) or cfg.rounds
+    matched = model.log.matched_round
+    print(f"stage 1: {rounds} round(s); terminal law "
+          + (f"matched the prior after round {matched}" if matched else
+             "did not pass the stopping rule" if cfg.check_size else "not checked"))  # fmt: skip
     model.fit_backward(data, cfg.bridge_steps, seed=cfg.seed)
     model.save_pretrained(cfg.out)
     x = model.sample(min(len(data), 1000), 4)
