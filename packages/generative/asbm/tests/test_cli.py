@@ -3,7 +3,7 @@ import torch
 
 from icml26.asbm.cli import main
 from icml26.asbm.study import DemoConfig
-from icml26.asbm.verdict import verdict
+from icml26.asbm.verdict import BASELINES, CONTROL_ARM, verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 
@@ -18,12 +18,14 @@ def test_quick_demo_writes_valid_results(tmp_path):
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-asbm"
     assert results["quick"] is True and results["verdict"] == "smoke"
-    # moons only, one seed: a row per step count 1, 2, 4, 8 and one for the distilled generator
-    assert len(results["claims"]) == 5
-    assert set(results["problems"]["moons"]["metrics"]) >= {"CFM", "OT-CFM", "SB-CFM", "Reflow"}
+    # moons only, one seed: a row per step count 1, 2, 4, 8, 20 and one for the distilled
+    # generator, and the two controls
+    assert len(results["claims"]) == 6 and len(results["controls"]) == 2
+    assert results["protocol"] == "official"
+    assert set(results["problems"]["moons"]["metrics"]) >= {*BASELINES, CONTROL_ARM}
     compute = results["problems"]["moons"]["seeds"][0]["compute"]
-    for label in ("CFM", "OT-CFM", "SB-CFM", "Reflow"):  # equal compute, to one gradient step
-        assert abs(compute[label]["nfe"] - compute["ASBM"]["nfe"]) <= 3 * 256
+    for label in (*BASELINES, CONTROL_ARM):  # equal gradient steps
+        assert compute[label]["gradient steps"] == compute["ASBM"]["gradient steps"]
     assert all(c["verdict"] == "smoke" for c in results["claims"])
     assert results["device"] == "cpu"
     assert results["config"]["command"] == "icml26-asbm demo --quick --device cpu"
@@ -85,7 +87,7 @@ def test_demo_needs_the_one_step_point(tmp_path):
     out = run_cli(
         "icml26.asbm", ["demo", "--quick", "--steps", "2", "4", "--out", str(tmp_path)], check=False
     )
-    assert out.returncode == 2 and "must include (1, 2, 4, 8)" in out.stderr
+    assert out.returncode == 2 and "steps must include 1" in out.stderr
     assert not (tmp_path / "results.json").exists()
 
 

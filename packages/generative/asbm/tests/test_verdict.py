@@ -1,9 +1,12 @@
-"""verdict() on hand-built measurements: one row per data set and step count (and one for the
-distilled generator), paired over seeds against the best baseline, each row able to fail."""
+"""verdict() on hand-built measurements of the earlier study (the committed file's rules): one
+row per data set and step count (and one for the distilled generator), paired over seeds against
+every baseline, each row able to fail. The official-recipe rules: test_verdict_official.py."""
 
 import copy
 
-from icml26.asbm.verdict import BASELINES, VERDICT_STEPS, stage1_name, verdict
+from icml26.asbm.verdict import EARLIER_BASELINES as BASELINES
+from icml26.asbm.verdict import EARLIER_STEPS as VERDICT_STEPS
+from icml26.asbm.verdict import stage1_name, verdict
 from icml26.testing.results import summarise
 
 STEPS = [str(k) for k in VERDICT_STEPS]

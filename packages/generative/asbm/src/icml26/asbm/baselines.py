@@ -134,6 +134,7 @@ class FlowMatching:
         self.net = net or MLP(self.shape, hidden)
         self.ema = ema
         self.net_ema = copy.deepcopy(self.net) if ema is not None else None
+        self._ema_from = 0  # the step the average (re)started at: its warm-up counts from there
         self.losses: list[float] = []
         self.nfe = {"training": 0, "teacher": 0}
         """Training compute in per-sample network evaluations (see ``ASBM.nfe``)."""
@@ -161,7 +162,7 @@ class FlowMatching:
         loss.backward()
         opt.step()
         if self.net_ema is not None:
-            ema_update(self.net_ema, self.net, self.ema, len(self.losses))
+            ema_update(self.net_ema, self.net, self.ema, len(self.losses) - self._ema_from)
         self.losses.append(loss.item())
 
     def fit(
@@ -260,6 +261,9 @@ class Reflow(FlowMatching):
         x1 = self.energy.sample(self.n_pairs, self.shape, gen, self.device)
         x0 = torch.cat([self.sample(x1=c, steps=self.teacher_steps) for c in x1.split(2048)])
         self.nfe["teacher"] += self.n_pairs * self.teacher_steps
+        if self.net_ema is not None:  # a new objective: the average restarts from the network
+            self.net_ema = copy.deepcopy(self.net)
+            self._ema_from = len(self.losses)
         net = _ddp(self.net)
         opt = torch.optim.Adam(net.parameters(), lr=lr)
         for _ in tqdm(range(steps - first), desc="reflow", disable=not progress or _rank() != 0):

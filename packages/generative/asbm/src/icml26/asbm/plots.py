@@ -20,7 +20,7 @@ def plot_quality(problems: dict, path: Path) -> None:
         key = p.get("metric", "mmd")
         for i, (label, rows) in enumerate(p["metrics"].items()):
             steps = sorted(rows, key=int)  # keys are step counts as strings
-            xs = [int(s) for s in steps]
+            xs = [rows[s].get("network calls", int(s)) for s in steps]
             ys = [max(rows[s][key], 1e-5) for s in steps]
             err = [rows[s].get(f"{key} std", 0.0) for s in steps]
             if len(steps) == 1:
@@ -32,7 +32,7 @@ def plot_quality(problems: dict, path: Path) -> None:
             axes[1, j].plot(xs, [rows[s]["straightness"] for s in steps], marker="o",
                             color=f"C{i}", label=label)  # fmt: skip
         axes[0, j].set(xscale="log", yscale="log", title=f"{name}: {key} vs sampling steps",
-                       xlabel="steps (network evaluations)")  # fmt: skip
+                       xlabel="network evaluations")  # fmt: skip
         axes[1, j].set(xscale="log", title=f"{name}: path length / chord", xlabel="steps")
         for ax in axes[:, j]:
             ax.grid(alpha=0.3, which="both")

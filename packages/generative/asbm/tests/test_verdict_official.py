@@ -1,0 +1,104 @@
+"""verdict() on hand-built measurements of the official-recipe study: one row per data set and
+step count in 1 ... 100 and one for the distilled generator, against every baseline including
+score matching, each resting on the two controls, each able to fail."""
+
+import copy
+import random
+
+from icml26.asbm.verdict import (
+    BASELINES,
+    CONTROL_ARM,
+    VERDICT_STEPS,
+    prior_match_name,
+    stage2_name,
+    verdict,
+)
+
+STEPS = [str(k) for k in VERDICT_STEPS]
+
+
+def _seed(asbm, best, distilled, control=0.1, matched=3) -> dict:
+    """One seed: ASBM at ``asbm`` at every step count, OT-CFM at ``best``, CFM and the control
+    arm at ``control``, the other baselines far behind; stage 1 passed its rule at round
+    ``matched`` (None: never)."""
+    metrics = {"ASBM": {k: {"mmd": asbm, "sw2": 0.1} for k in STEPS}}
+    metrics["ASBM distilled (1 step)"] = {"1": {"mmd": distilled, "sw2": 0.1}}
+    for b in (*BASELINES, CONTROL_ARM):
+        value = {"OT-CFM": best, "CFM": 0.1, CONTROL_ARM: control}.get(b, 1.0)
+        metrics[b] = {k: {"mmd": value, "sw2": 0.2} for k in STEPS}
+    rule = {"top_eigenvalue": 1.0, "prior_top_eigenvalue": 1.01, "radial_mean_error": 0.01,
+            "radial_var_error": 0.02, "passed": matched is not None}  # fmt: skip
+    return {"metrics": metrics, "stage 1 rounds": [{"round": 3, "prior_match": rule}],
+            "compute": {"ASBM": {"matched round": matched}}}  # fmt: skip
+
+
+def _problem(asbm=(0.05, 0.06, 0.04), best=(0.10, 0.11, 0.12), distilled=(0.05, 0.06, 0.04),
+             **kw) -> dict:  # fmt: skip
+    seeds = [_seed(a, b, d, **kw) for a, b, d in zip(asbm, best, distilled, strict=True)]
+    mean = {m: {k: {key: sum(s["metrics"][m][k][key] for s in seeds) / len(seeds)
+                    for key in ("mmd", "sw2")} for k in seeds[0]["metrics"][m]}
+            for m in seeds[0]["metrics"]}  # fmt: skip
+    return {"metric": "mmd", "metrics": mean, "seeds": seeds}
+
+
+def _results(**kw) -> dict:
+    return {"protocol": "official", "problems": {"moons": _problem(**kw), "faces": _problem()}}
+
+
+def test_rows_per_problem_and_step_rest_on_both_controls():
+    judged = verdict(_results())
+    claims = judged["claims"]
+    assert len(claims) == 2 * (len(VERDICT_STEPS) + 1)
+    assert claims[0]["claim"] == ("moons: ASBM (Euler-Maruyama) at 1 step(s) better than every "
+                                  "baseline at equal gradient steps")  # fmt: skip
+    assert claims[len(VERDICT_STEPS)]["claim"].startswith("moons: distilled 1-step ASBM")
+    assert {c["verdict"] for c in claims} == {"reproduced"} and judged["verdict"] == "reproduced"
+    assert "Score matching 1 (diff" in claims[0]["evidence"]
+    names = [c["name"] for c in judged["controls"]]
+    assert names == [prior_match_name("moons"), stage2_name("moons"), prior_match_name("faces"),
+                     stage2_name("faces")]  # fmt: skip
+    assert all(c["passed"] for c in judged["controls"])
+
+
+def test_a_stage_1_that_never_meets_the_rule_leaves_its_problem_untestable():
+    results = _results()
+    results["problems"]["moons"] = _problem(matched=None)
+    judged = verdict(results)
+    moons = [c for c in judged["claims"] if c["claim"].startswith("moons")]
+    assert {c["verdict"] for c in moons} == {"untestable here"}
+    assert "round none" in moons[0]["evidence"]
+    faces = [c for c in judged["claims"] if c["claim"].startswith("faces")]
+    assert {c["verdict"] for c in faces} == {"reproduced"}
+
+
+def test_a_stage_2_that_trails_cfm_on_the_independent_coupling_fails_its_control():
+    results = _results()
+    results["problems"]["moons"] = _problem(control=0.2)  # 2x CFM's 0.1
+    judged = verdict(results)
+    by = {c["name"]: c["passed"] for c in judged["controls"]}
+    assert by[stage2_name("moons")] is False and by[stage2_name("faces")] is True
+    assert "ratio 2.00" in next(c for c in judged["controls"] if not c["passed"])["evidence"]
+    moons = [c for c in judged["claims"] if c["claim"].startswith("moons")]
+    assert {c["verdict"] for c in moons} == {"untestable here"}
+
+
+def test_score_matching_is_a_baseline_that_can_win():
+    results = _results()
+    p = results["problems"]["moons"]
+    for s in p["seeds"]:
+        s["metrics"]["Score matching"]["50"]["mmd"] = 0.01
+    p["metrics"]["Score matching"]["50"]["mmd"] = 0.01
+    row = verdict(results)["claims"][STEPS.index("50")]
+    assert row["verdict"] == "not reproduced" and "Score matching 0.01" in row["evidence"]
+
+
+def test_verdict_is_pure_and_the_null_world_does_not_reproduce():
+    results = _results()
+    before = copy.deepcopy(results)
+    assert verdict(results) == verdict(results) and results == before
+    rng, hits = random.Random(0), 0
+    for _ in range(20):
+        draws = [tuple(0.1 + rng.gauss(0, 0.01) for _ in range(3)) for _ in range(3)]
+        claims = verdict(_results(asbm=draws[0], best=draws[1], distilled=draws[2]))["claims"]
+        hits += sum(c["verdict"] == "reproduced" for c in claims[: len(VERDICT_STEPS)])
+    assert hits / (20 * len(VERDICT_STEPS)) < 0.05
