@@ -24,8 +24,10 @@ def test_quick_demo_writes_valid_results(tmp_path):
     assert results["protocol"] == "official"
     assert set(results["problems"]["moons"]["metrics"]) >= {*BASELINES, CONTROL_ARM}
     compute = results["problems"]["moons"]["seeds"][0]["compute"]
-    for label in (*BASELINES, CONTROL_ARM):  # equal gradient steps
+    for label in BASELINES:  # equal gradient steps
         assert compute[label]["gradient steps"] == compute["ASBM"]["gradient steps"]
+    # the control arm is stage 2 alone: stage 2's steps (--quick: 200)
+    assert compute[CONTROL_ARM]["gradient steps"] == 200
     assert all(c["verdict"] == "smoke" for c in results["claims"])
     assert results["device"] == "cpu"
     assert results["config"]["command"] == "icml26-asbm demo --quick --device cpu"

@@ -27,7 +27,9 @@ def _exact_model(sde):
     score, control = independent_bridge_fields(M0, V0, sde)
     # the stage-2 network outputs std_t * s
     net = Field(lambda t, x: score(t, x) * sde.from_zero(t)[1].view(-1, 1))
-    return ASBM((1,), sde, GaussianEnergy(), u_net=Field(control), bridge_net=net, ema=None)
+    model = ASBM((1,), sde, GaussianEnergy(), u_net=Field(control), bridge_net=net, ema=None)
+    model.stage1_fitted = True  # u_net is the exact forward control
+    return model
 
 
 @pytest.mark.parametrize("sde", [VPSDE(), BrownianSDE(1.0)], ids=["vp", "brownian"])
@@ -39,6 +41,24 @@ def test_samplers_driven_by_the_exact_fields_reach_the_data_law(sde, method):
     x = model.sample(20000, 200, method=method, generator=torch.Generator().manual_seed(0))
     assert x.mean().item() == pytest.approx(M0, abs=0.03)
     assert x.std().item() == pytest.approx(V0**0.5, rel=0.04)
+
+
+def test_heun_is_second_order_and_euler_maruyama_first_order():
+    # with the exact fields, Heun on the probability-flow ODE is already close at 10 steps, and
+    # Euler-Maruyama's bias in the mean halves with each doubling of the steps
+    model, g = _exact_model(VPSDE()), torch.Generator().manual_seed(0)
+    x = model.sample(20000, 10, method="heun", generator=g)
+    assert abs(x.mean().item() - M0) < 0.02 and abs(x.std().item() - V0**0.5) < 0.02
+    bias = [abs(model.sample(20000, k, generator=torch.Generator().manual_seed(1)).mean().item()
+                - M0) for k in (5, 10, 20)]  # fmt: skip
+    assert bias[1] < 0.7 * bias[0] and bias[2] < 0.7 * bias[1]
+
+
+def test_heun_without_stage_1_needs_a_memoryless_reference(gaussian_score_model):
+    # stage 2 alone on VP 0.1 -> 4 has no forward control to integrate the ODE with
+    with pytest.raises(ValueError, match="needs stage 1's forward control"):
+        gaussian_score_model.sample(10, 4, method="heun")
+    assert gaussian_score_model.sample(10, 4).shape == (10, 1)  # Euler-Maruyama needs none
 
 
 def test_the_exact_score_has_the_lowest_loss():
@@ -113,7 +133,9 @@ def test_distribution_matching_spreads_the_one_jump_generator(gaussian_score_mod
     model.distill_dm(n_pairs=256, teacher_steps=2, steps=1000, lr=1e-3, regression=0.0,
                      progress=False)  # fmt: skip
     x = model.sample_distilled(4000, torch.Generator().manual_seed(0))
-    assert x.std().item() > 0.3 and x.mean().item() == pytest.approx(M0, abs=0.15)
+    # distribution matching alone under-disperses (the fake score sees the deterministic
+    # pairing (G(z), z), the real one a stochastic coupling): about 0.4 against 0.5 here
+    assert 0.3 < x.std().item() < 0.55 and x.mean().item() == pytest.approx(M0, abs=0.15)
     model.save_pretrained(tmp_path)
     again = ASBM.from_pretrained(tmp_path)
     assert again.distill_time == 1.0

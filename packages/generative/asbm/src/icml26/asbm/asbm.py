@@ -266,6 +266,8 @@ class ASBM:
         nn.init.zeros_(last.weight)
         nn.init.zeros_(last.bias)
         self.log = TrainLog([], [], [], [])
+        self.stage1_fitted = False
+        """Whether u_net is a trained forward control (``fit_forward`` ran)."""
         self.distill_time: float | None = None
         """t_c of a distribution-matched generator read out by Tweedie's formula (``distill_dm``);
         None: the generator maps x1 to a sample directly."""
@@ -380,6 +382,7 @@ class ASBM:
                 # u's gradient step, and h's forward pass for the target once h is in use
                 self.nfe["training"] += (TRAIN_COST + (r > 0)) * batch_size
                 bar.update()
+            self.stage1_fitted = True
             self._log_round(r + 1, data, diagnostics, check_size, gen)
             if stop_at_prior_match and self.log.matched_round is not None:
                 break
@@ -412,7 +415,7 @@ class ASBM:
         data = _check_data(data, self.shape).to(self.device)
         idx = torch.randint(0, len(data), (n,), generator=gen).to(data.device)
         x1 = torch.cat([self.simulate_forward(data[c], gen) for c in idx.split(4096)])
-        return prior_match(x1, self.energy.scale, gen)
+        return prior_match(x1, self.energy.scale)
 
     @torch.no_grad()
     def stage1_diagnostics(
@@ -537,7 +540,24 @@ class ASBM:
         and the backward score s of stage 2 give the marginals' deterministic flow, since the
         forward drift f + g^2 u and the backward drift f - g^2 s differ by g^2 grad log p_t."""
         g2 = _bcast(self.sde.g(t), x) ** 2
-        return self.sde.f(t, x) + 0.5 * g2 * (self.u_net(t, x) - self.score(t, x))
+        return self.sde.f(t, x) + 0.5 * g2 * (self._forward_control(t, x) - self.score(t, x))
+
+    MEMORYLESS = 0.01
+    """a(0, 1) below this: the reference forgets X_0, so its own coupling is the independent
+    one and its forward control is 0 (the official probability-flow sampler for score matching
+    runs with u = 0)."""
+
+    def _forward_control(self, t, x) -> torch.Tensor:
+        if self.stage1_fitted:
+            return self.u_net(t, x)
+        a01 = float(self.sde.a(torch.zeros(()), torch.ones(())))
+        if a01 < self.MEMORYLESS:
+            return torch.zeros_like(x)
+        raise ValueError(
+            f"the probability-flow sampler needs stage 1's forward control: run fit_forward "
+            f"first, or sample with method='em' (this reference keeps a(0, 1) = {a01:.3f} of "
+            "X_0, so its forward drift is not the reference's)"
+        )
 
     @torch.no_grad()
     def sample(
@@ -682,8 +702,9 @@ class ASBM:
         steps: int = 2000,
         batch_size: int = 256,
         lr: float = 1e-4,
-        regression: float = 0.1,
+        regression: float = 0.025,
         fake_updates: int = 5,
+        clip: float = 10.0,
         seed: int = 0,
         progress: bool = True,
     ) -> "ASBM":
@@ -701,15 +722,17 @@ class ASBM:
           ``w_t = 0.9 B_t + 0.1`` (B_t the bridge's weight on z), (z', x0') teacher pairs made by
           Heun on the probability-flow ODE (``teacher_steps`` steps).
 
-        Differences: AdamW without weight decay or clipping, lr 1e-4 (the official 1e-5 over
-        1000 CIFAR epochs), squared errors summed over coordinates. The distilled generator
-        replaces ``self.generator``; ``sample_distilled`` reads it out at t_c."""
+        ``regression`` 0.025 is the official 0.1 on the [0, 1] image scale, for data in [-1, 1];
+        gradients clipped at ``clip`` (official 10). The README lists the differences. The
+        distilled generator replaces ``self.generator``; ``sample_distilled`` reads it at t_c."""
         self._require("score", "distill_dm")
         positive_ints(n_pairs=n_pairs, teacher_steps=teacher_steps, steps=steps,
                       batch_size=batch_size, fake_updates=fake_updates)  # fmt: skip
         reg_weight = number("regression", regression, low=0)
+        clip = number("clip", clip, above=0)
         gen = torch.Generator().manual_seed(seed + 3)
-        x1, x0 = self._teacher_pairs(n_pairs, teacher_steps, gen)
+        if reg_weight:
+            x1, x0 = self._teacher_pairs(n_pairs, teacher_steps, gen)
         real = self.stage2_net
         self.generator = copy.deepcopy(real).requires_grad_(True)
         fake = copy.deepcopy(real).requires_grad_(True)
@@ -737,16 +760,19 @@ class ASBM:
                 w = 0.9 * _bcast(self.sde.bridge_coefficients(t)[1], z) + 0.1
                 v = w * (fake(t, x_t) - real(t, x_t)) / std
             # the gradient of this surrogate with respect to G(z) is v itself
-            dm = 0.5 * (x_gen - (x_gen.detach() - v)).pow(2).flatten(1).sum(1).mean()
-            idx = torch.randint(0, n_pairs, (batch_size,), generator=gen).to(z.device)
-            reg = (self._tweedie(g_net, x1[idx]) - x0[idx]).pow(2).flatten(1).sum(1).mean()
-            loss = dm + reg_weight * reg
+            loss = 0.5 * (x_gen - (x_gen.detach() - v)).pow(2).flatten(1).sum(1).mean()
+            if reg_weight:
+                idx = torch.randint(0, n_pairs, (batch_size,), generator=gen).to(z.device)
+                reg = (self._tweedie(g_net, x1[idx]) - x0[idx]).pow(2).flatten(1).sum(1).mean()
+                loss = loss + reg_weight * reg
             opt_g.zero_grad()
             loss.backward()
+            torch.nn.utils.clip_grad_norm_(g_net.parameters(), clip)
             opt_g.step()
             self.log.distill.append(loss.item())
-            # two generator passes with gradients, two score evaluations for v
-            self.nfe["training"] += 2 * TRAIN_COST * batch_size + 2 * batch_size
+            # the generator's passes with gradients (two with the regression), two scores for v
+            passes = 2 if reg_weight else 1
+            self.nfe["training"] += passes * TRAIN_COST * batch_size + 2 * batch_size
         return self
 
     def _tweedie(self, net, z: torch.Tensor) -> torch.Tensor:
@@ -781,6 +807,7 @@ class ASBM:
             "stage2": self.stage2,
             "ema": self.ema,
             "distill_time": self.distill_time,
+            "stage1_fitted": self.stage1_fitted,
             "nets": {
                 n: getattr(getattr(self, n), "init_config", None)
                 for n in ("u_net", "h_net", "bridge_net", "generator")
@@ -828,6 +855,8 @@ class ASBM:
             **built,
         )
         model.distill_time = config.get("distill_time")
+        # checkpoints written before the field existed come from train, which runs stage 1
+        model.stage1_fitted = config.get("stage1_fitted", True)
         for name in [*built, *(["bridge_ema"] if model.bridge_ema is not None else [])]:
             prefix = f"{name}."
             state = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}

@@ -278,7 +278,7 @@ def _run_seed(p: Problem, cfg: DemoConfig, seed: int) -> tuple[dict, dict]:
             lambda k: model.sample(n, k, generator=g, return_trajectory=True), p, cfg.steps
         ),
         "ASBM (Heun)": _evaluate(
-            lambda k: model.sample(n, k, method="heun", return_trajectory=True),
+            lambda k: model.sample(n, k, method="heun", generator=g, return_trajectory=True),
             p,
             cfg.heun_steps,
             lambda k: model.sampler_calls(k, "heun"),
@@ -291,7 +291,9 @@ def _run_seed(p: Problem, cfg: DemoConfig, seed: int) -> tuple[dict, dict]:
                "ASBM 20 steps": model.sample(64, 20, generator=g),
                "ASBM distilled": xd[:64]}  # fmt: skip
     for label in (*BASELINES, CONTROL_ARM):
-        fm, compute[label] = _baseline(label, p, cfg, spent["gradient steps"], seed)
+        # the control arm checks stage 2 itself: stage 2's steps; the baselines: ASBM's total
+        steps = p.budget.bridge_steps if label == CONTROL_ARM else spent["gradient steps"]
+        fm, compute[label] = _baseline(label, p, cfg, steps, seed)
         results[label] = _evaluate(
             lambda k, fm=fm: fm.sample(n, k, generator=g, return_trajectory=True), p, cfg.steps
         )

@@ -30,11 +30,12 @@ def _value(v) -> float:
 
 
 def _compare(name: str, p: dict, method: str, k: str, claim: str,
-             baselines=EARLIER_BASELINES, rests_on=None) -> dict:  # fmt: skip
+             baselines=EARLIER_BASELINES, rests_on=None, partly: bool = True) -> dict:  # fmt: skip
     """``method`` at k steps against every baseline at k steps, each difference paired over
     seeds: better than all (every interval below 0) is reproduced, worse than any (an interval
-    above 0) is not; better than some and tied with the rest is partly; tied with all is
-    inconclusive. The row rests on ``rests_on`` (default: the problem's stage-1 control)."""
+    above 0) is not; otherwise, with ``partly``, better than some and tied with the rest is
+    partly (the earlier rules), and tied with at least one baseline is inconclusive. The row
+    rests on ``rests_on`` (default: the problem's stage-1 control)."""
     metric, seeds = p["metric"], p["seeds"]
     mk = "1" if method.endswith("(1 step)") else k
     mine = _value(p["metrics"][method][mk][metric])
@@ -68,17 +69,21 @@ def _compare(name: str, p: dict, method: str, k: str, claim: str,
             verdict = "reproduced"
         elif any(lo > 0 for lo in los):
             verdict = "not reproduced"
-        elif any(h < 0 for h in his):
+        elif partly and any(h < 0 for h in his):
             verdict = "partly"
             evidence += " (better than some baselines, a tie with the others)"
         else:
             verdict = "inconclusive"
-            evidence += " (a tie with every baseline)"
+            ties = [b for b, h in zip(baselines, his, strict=True) if h >= 0]
+            evidence += (
+                " (a tie with every baseline)" if partly else f" (a tie with {', '.join(ties)})"
+            )
     evidence += (
         ". Rule: better than every baseline (all intervals below 0) reproduced; "
-        "any baseline better (an interval above 0) not reproduced; better than some and tied "
-        "with the rest partly; tied with all inconclusive"
-    )
+        "any baseline better (an interval above 0) not reproduced; "
+        + ("better than some and tied with the rest partly; tied with all inconclusive"
+           if partly else "a tie with any baseline inconclusive")
+    )  # fmt: skip
     return claim_row(f"{name}: {claim}", verdict, evidence, rests_on or [stage1_name(name)])
 
 
@@ -151,7 +156,14 @@ def prior_match_control(name: str, p: dict) -> dict:
 
 STAGE2_MARGIN = 1.5
 """The stage-2 control fails when its seed-mean metric exceeds CFM's by more than this factor
-(or the paired interval lies wholly above 0)."""
+(or the paired interval lies wholly above 0) at any of ``STAGE2_STEPS``. Set before any run
+from the committed control (``results/controls``): CFM's seed-to-seed coefficient of variation
+at 50 steps is 0.33, so a 3-seed mean carries about 0.19 of relative noise; 1.5 is about 2.6 of
+those above a tie."""
+
+STAGE2_STEPS = (20, 50, 100)
+"""Where the stage-2 control is read: the score sampler's operating point (the official 100
+steps and below)."""
 
 
 def stage2_name(problem: str) -> str:
@@ -159,23 +171,28 @@ def stage2_name(problem: str) -> str:
 
 
 def stage2_control(name: str, p: dict) -> dict:
-    """Positive control of the stage-2 code: trained on the independent coupling (no stage 1),
-    bridge matching and flow matching learn the same marginals, so at equal gradient steps its
-    samples must be as good as CFM's, at the most steps both were sampled with."""
+    """Positive control of the stage-2 code: trained on the independent coupling (no stage 1) for
+    stage 2's gradient steps, bridge matching and flow matching learn the same marginals, so its
+    samples must be as good as CFM's at each of ``STAGE2_STEPS`` both were sampled with."""
     metric, seeds = p["metric"], p["seeds"]
-    k = str(max(int(s) for s in p["metrics"][CONTROL_ARM] if s in p["metrics"]["CFM"]))
-    mine, cfm = (_value(p["metrics"][m][k][metric]) for m in (CONTROL_ARM, "CFM"))
-    diffs = [_value(r["metrics"][CONTROL_ARM][k][metric]) - _value(r["metrics"]["CFM"][k][metric])
-             for r in seeds]  # fmt: skip
-    lo = paired_interval(diffs)[1] if len(seeds) > 1 and all(map(math.isfinite, diffs)) else None
-    # MMD-type metrics can be slightly negative near 0: compare the ratio on a floor
-    ratio = mine / max(cfm, 1e-3) if math.isfinite(mine) else math.inf
-    passed = ratio <= STAGE2_MARGIN and (lo is None or lo <= 0)
-    ci = "" if lo is None else f", paired interval low end {lo:+.3g}"
+    ks = [str(k) for k in STAGE2_STEPS if str(k) in p["metrics"][CONTROL_ARM]]
+    ks = ks or [max(p["metrics"][CONTROL_ARM], key=int)]  # --quick: the most steps run
+    parts, passed = [], True
+    for k in ks:
+        mine, cfm = (_value(p["metrics"][m][k][metric]) for m in (CONTROL_ARM, "CFM"))
+        diffs = [_value(r["metrics"][CONTROL_ARM][k][metric])
+                 - _value(r["metrics"]["CFM"][k][metric]) for r in seeds]  # fmt: skip
+        ok = len(seeds) > 1 and all(map(math.isfinite, diffs))
+        lo = paired_interval(diffs)[1] if ok else None
+        # MMD-type metrics can be slightly negative near 0: compare the ratio on a floor
+        ratio = mine / max(cfm, 1e-3) if math.isfinite(mine) else math.inf
+        passed &= ratio <= STAGE2_MARGIN and (lo is None or lo <= 0)
+        ci = "" if lo is None else f", interval low end {lo:+.3g}"
+        parts.append(f"{k} steps: {mine:.4g} vs CFM {cfm:.4g} (ratio {ratio:.2f}{ci})")
     return control(stage2_name(name), "positive", passed,
-                   f"{metric} at {k} steps, seed mean: stage 2 {mine:.4g} vs CFM {cfm:.4g} "
-                   f"(ratio {ratio:.2f}{ci}; rule: ratio at most {STAGE2_MARGIN} and the "
-                   "interval not wholly above 0)")  # fmt: skip
+                   f"{metric}, seed mean, stage 2 on the independent coupling: "
+                   f"{'; '.join(parts)} (rule: ratio at most {STAGE2_MARGIN} and the paired "
+                   "interval not wholly above 0 at every step count)")  # fmt: skip
 
 
 def _verdict_official(results: dict) -> dict:
@@ -188,10 +205,11 @@ def _verdict_official(results: dict) -> dict:
                 claims.append(_compare(name, p, "ASBM", str(k),
                                        f"ASBM (Euler-Maruyama) at {k} step(s) better than every "
                                        "baseline at equal gradient steps", BASELINES,
-                                       rests_on))  # fmt: skip
+                                       rests_on, partly=False))  # fmt: skip
         claims.append(_compare(name, p, "ASBM distilled (1 step)", "1",
                                "distilled 1-step ASBM better than every 1-step baseline at "
-                               "equal gradient steps", BASELINES, rests_on))  # fmt: skip
+                               "equal gradient steps", BASELINES, rests_on,
+                               partly=False))  # fmt: skip
     return judge(claims, controls)
 
 
