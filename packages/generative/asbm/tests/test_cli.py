@@ -13,7 +13,7 @@ def test_help():
     assert "demo" in out.stdout and "train" in out.stdout
 
 
-def test_quick_demo_writes_valid_results(tmp_path):
+def test_quick_demo_writes_valid_results(tmp_path, monkeypatch):
     out = run_cli("icml26.asbm", ["demo", "--quick", "--device", "cpu", "--out", str(tmp_path)])
     results = validate_results(tmp_path / "results.json")
     assert results["package"] == "icml26-asbm"
@@ -37,6 +37,21 @@ def test_quick_demo_writes_valid_results(tmp_path):
     # The file holds what verdict() reads: the smoke rows are its rows with the verdicts hidden.
     claims = verdict(results)["claims"]
     assert [c["evidence"] for c in claims] == [c["evidence"] for c in results["claims"]]
+    # every finished seed is saved; --resume reuses it instead of training again
+    assert (tmp_path / "parts" / "moons-seed0.json").is_file()
+    from icml26.asbm import demo, study
+
+    def no_training(*args):
+        raise AssertionError("a saved seed was trained again")
+
+    monkeypatch.setattr(study, "_run_seed", no_training)
+    again = demo.run_demo(DemoConfig(quick=True, device="cpu", out=tmp_path, resume=True))
+    assert again["claims"] == results["claims"]
+    (part,) = again["provenance"]["parts"]
+    assert part["part"] == "moons-seed0" and part["command"].endswith("--resume")
+    # a changed setting is not served from the saved seed
+    with pytest.raises(AssertionError, match="trained again"):
+        demo.run_demo(DemoConfig(quick=True, device="cpu", out=tmp_path, resume=True, sigma=0.4))
 
 
 def test_bad_demo_argument(tmp_path):

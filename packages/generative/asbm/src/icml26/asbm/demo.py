@@ -10,6 +10,7 @@ import torch
 from icml26.asbm.study import DemoConfig, experiment
 from icml26.asbm.verdict import BASELINES, _value, verdict
 from icml26.testing.report import demo_config, finish_demo, print_verdicts, run_folder
+from icml26.testing.results import demo_command
 
 PACKAGE = "icml26-asbm"
 
@@ -41,8 +42,12 @@ def run_demo(cfg: DemoConfig) -> dict:
     """Run the experiment, write results.json and the plots into the run folder, return results."""
     out = run_folder(cfg.out, "asbm")
     start = time.perf_counter()
-    measured = experiment(cfg)
+    measured = experiment(cfg, out)
     run = cfg.resolved()
+    command = demo_command(PACKAGE, cfg, skip=("out", "resume"))
+    # seeds reused from an earlier run (--resume), with the time they took then and its commit
+    parts = [{"command": f"{command} --resume", "part": name, **part}
+             for name, part in measured["reused"].items()]  # fmt: skip
     results = finish_demo(
         out,
         package=PACKAGE,
@@ -56,10 +61,11 @@ def run_demo(cfg: DemoConfig) -> dict:
         headline=_headline(measured),
         judged=verdict(measured),
         metrics=_metrics(measured),
-        seconds=time.perf_counter() - start,
-        config=demo_config(PACKAGE, cfg, recorded=run),
+        seconds=time.perf_counter() - start + sum(p["seconds"] for p in parts),
+        config=demo_config(PACKAGE, cfg, recorded=run, skip=("out", "resume")),
         seed=run.seeds[0],
         device=measured["device"],
+        parts=parts,
         measurements={
             "protocol": measured["protocol"],  # which rules verdict() applies
             "seeds": list(run.seeds),

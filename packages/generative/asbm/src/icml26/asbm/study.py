@@ -15,9 +15,11 @@ trained on the independent coupling (no stage 1) matches CFM, where both learn t
 marginals. ``experiment`` trains and measures; ``verdict`` (pure) judges.
 """
 
+import json
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -38,7 +40,8 @@ from icml26.asbm.nets import MLP, TinyUNet
 from icml26.asbm.sde import VPSDE, GaussianEnergy
 from icml26.asbm.verdict import BASELINES, CONTROL_ARM
 from icml26.testing.command import DemoOptions
-from icml26.testing.results import resolve_device
+from icml26.testing.files import atomic_write_text
+from icml26.testing.results import resolve_device, source_commit
 
 FRECHET = "frechet (proxy)"
 FEATURE_MMD = "feature mmd"
@@ -126,7 +129,9 @@ class DemoConfig(DemoOptions):
     heun_steps: tuple[int, ...] = (3, 7, 13)
     """Heun steps of ASBM's probability-flow sampler (10, 26, 50 network evaluations)."""
     vector: Budget = Budget()
-    """ASBM's budget on moons and MLP digits."""
+    """ASBM's budget on the 2-D toy."""
+    digit: Budget = Budget()
+    """ASBM's budget on MLP digits."""
     face: Budget = FACE_BUDGET
     """ASBM's budget on TinyUNet faces."""
     hidden: int = 256
@@ -139,6 +144,9 @@ class DemoConfig(DemoOptions):
     """Run the 64-D digits comparison (MLP)."""
     images: bool = True
     """Run the TinyUNet faces comparison."""
+    resume: bool = False
+    """Reuse the seeds an interrupted run with the same --out and settings finished (each data
+    set's seed is saved under --out/parts/ when it ends, with the commit that ran it)."""
 
     def quick_settings(self) -> dict:
         return dict(
@@ -321,13 +329,48 @@ def _aggregate(per_seed: list[dict]) -> dict:
     return out
 
 
-def _run_problem(problem_for, cfg: DemoConfig, seeds) -> tuple[dict, dict]:
+def _part_key(p: Problem, cfg: DemoConfig, seed: int) -> dict:
+    """What one (data set, seed) measurement depends on: a saved part is reused only if this
+    matches."""
+    fields = ("toy", "sigma", "prior_scale", "steps", "heun_steps", "hidden", "unet_width",
+              "n_eval")  # fmt: skip
+    cfg_fields = {f: getattr(cfg, f) for f in fields}
+    return json.loads(json.dumps({"problem": p.name, "seed": seed, "budget": asdict(p.budget),
+                                  **cfg_fields}))  # fmt: skip
+
+
+def _seed_part(p: Problem, cfg: DemoConfig, seed: int, out: Path | None, reused: dict):
+    """``_run_seed`` or, with --resume, what an earlier run with the same settings saved under
+    out/parts/; every finished seed is saved there atomically with its seconds and commit."""
+    key = _part_key(p, cfg, seed)
+    path = None if out is None else out / "parts" / f"{p.name.split()[0]}-seed{seed}.json"
+    if cfg.resume and path is not None and path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("config") == key:
+            print(f"== {p.name}, seed {seed}: reusing {path}")
+            reused[path.stem] = {"seconds": saved["seconds"], "commit": saved["commit"]}
+            return saved["measured"], saved["samples"]
+    print(f"== {p.name}, seed {seed}")
+    start = time.perf_counter()
+    measured, samples = _run_seed(p, cfg, seed)
+    if path is not None:
+        record = {
+            "config": key,
+            "seconds": round(time.perf_counter() - start, 1),
+            "commit": source_commit(__file__),
+            "measured": measured,
+            "samples": samples,
+        }
+        atomic_write_text(path, json.dumps(record))  # fmt: skip
+    return measured, samples
+
+
+def _run_problem(problem_for, cfg: DemoConfig, seeds, out=None, reused=None) -> tuple[dict, dict]:
     """``problem_for(seed) -> Problem`` trained and measured on every seed."""
     per_seed, grids = [], None
     for seed in seeds:
         p = problem_for(seed)
-        print(f"== {p.name}, seed {seed}")
-        measured, samples = _run_seed(p, cfg, seed)
+        measured, samples = _seed_part(p, cfg, seed, out, {} if reused is None else reused)
         per_seed.append({"seed": seed, **measured})
         grids = grids or samples
     ratio = {
@@ -369,7 +412,7 @@ def _check(cfg: DemoConfig) -> None:
             raise ValueError(f"hidden must be >= 1, got {c.hidden}")
         if c.unet_width < 8 or c.unet_width % 8:
             raise ValueError(f"unet_width must be a positive multiple of 8, got {c.unet_width}")
-        for name in ("vector", "face"):
+        for name in ("vector", "digit", "face"):
             getattr(c, name).check_entries(name)
 
 
@@ -407,25 +450,26 @@ def _faces_problem(cfg: DemoConfig, device) -> Problem:
                    FEATURE_MMD, fnet, memorisation=train, extra=floor)  # fmt: skip
 
 
-def experiment(cfg: DemoConfig) -> dict:
+def experiment(cfg: DemoConfig, out: Path | None = None) -> dict:
     """Train and evaluate every method on every data set; return the measurements.
 
     ``problems[name]["metrics"][method][str(steps)]`` holds the seed means (and stds) of MMD,
     sliced W2, straightness and network calls (and the Fréchet proxy and feature MMD on
     images); ``problems[name]["seeds"]`` every seed's own numbers and compute;
-    ``samples[name]`` the first seed's sample grids.
+    ``samples[name]`` the first seed's sample grids; ``reused`` the seeds taken from ``out``'s
+    parts (--resume) with the seconds and commit of the run that measured them.
     """
     _check(cfg)
     device = resolve_device(cfg.device)
     cfg = cfg.resolved()
-    problems, samples = {}, {}
+    problems, samples, reused = {}, {}, {}
     toy = TOYS[cfg.toy]
 
     def toy_problem(seed):  # the toy's points are drawn afresh for each seed, in one draw
         x = toy(8000 + cfg.n_eval, seed=seed, device=device)  # (standardised together)
         return Problem(cfg.toy, x[:8000], x[8000:], cfg.vector, _mlp((2,), cfg.hidden))
 
-    problems[cfg.toy], samples[cfg.toy] = _run_problem(toy_problem, cfg, cfg.seeds)
+    problems[cfg.toy], samples[cfg.toy] = _run_problem(toy_problem, cfg, cfg.seeds, out, reused)
     if cfg.digits:
         x, y = digits()
         perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(0))
@@ -433,11 +477,12 @@ def experiment(cfg: DemoConfig) -> dict:
         train, test = x[:1300], x[1300:]
         fnet = train_feature_net(train, y[:1300], seed=0)
         extra = {"frechet (proxy) train vs test": frechet_distance(fnet, train[: len(test)], test)}
-        p = Problem("digits", train, test, cfg.vector, _mlp((1, 8, 8), cfg.hidden), FRECHET,
+        p = Problem("digits", train, test, cfg.digit, _mlp((1, 8, 8), cfg.hidden), FRECHET,
                     fnet, extra=extra)  # fmt: skip
-        problems[p.name], samples[p.name] = _run_problem(lambda _: p, cfg, cfg.seeds)
+        problems[p.name], samples[p.name] = _run_problem(lambda _: p, cfg, cfg.seeds, out, reused)
     if cfg.images:
         p = _faces_problem(cfg, device)
-        problems[p.name], samples[p.name] = _run_problem(lambda _: p, cfg, cfg.face_seeds)
+        seeds = cfg.face_seeds
+        problems[p.name], samples[p.name] = _run_problem(lambda _: p, cfg, seeds, out, reused)
     return {"protocol": "official", "steps": sorted(cfg.steps), "problems": problems,
-            "samples": samples, "device": str(device)}  # fmt: skip
+            "samples": samples, "reused": reused, "device": str(device)}  # fmt: skip
