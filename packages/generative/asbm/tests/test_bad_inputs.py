@@ -175,3 +175,30 @@ def test_demo_config_names_the_one_bad_field(field, value):
     err = assert_rejects(lambda: _check(DemoConfig(**{field: value})), field)
     others = {"sigma", "prior_scale", "hidden", "unet_width"} - {field}
     assert not any(f"{o} must" in str(err) for o in others), err
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors  # noqa: E402
+
+DRAWS = settings(max_examples=30, deadline=None)
+
+
+@DRAWS
+@given(x=bad_tensors((None, 2)))
+def test_every_training_entry_point_refuses_bad_data(x):
+    """NaN / inf, a wrong rank, integer, boolean or complex values, or no rows: each trainer
+    names ``data`` before any work starts."""
+    model = _asbm(sim_steps=2)
+    sizes = {"batch_size": 2, "progress": False}
+    assert_rejects(lambda: model.fit_forward(x, rounds=1, adjoint_steps=1, **sizes), "data")
+    assert_rejects(lambda: model.fit_backward(x, steps=1, **sizes), "data")
+    fm = FlowMatching((2,), E, hidden=8)
+    assert_rejects(lambda: fm.fit(x, 1, batch_size=2, progress=False), "data")
+
+
+@DRAWS
+@given(y=bad_tensors((None, 2)))
+def test_sample_metrics_refuse_bad_sample_sets(y):
+    for metric in (mmd, sliced_w2):
+        assert_rejects(lambda metric=metric: metric(X, y), ["y"])

@@ -144,3 +144,39 @@ def test_distribution_matching_spreads_the_one_jump_generator(gaussian_score_mod
     posterior = ASBM((1,), VPSDE(), GaussianEnergy(), hidden=8, stage2="posterior")
     with pytest.raises(ValueError, match="distill_dm needs stage2='score'"):
         posterior.distill_dm(steps=1)
+
+
+def test_stage1_simulates_with_the_averaged_control(tmp_path):
+    """As the official code does (--simulate-ema): the average of u follows the trained u, and
+    every simulation uses the average, not the last iterate; checkpoints keep it."""
+    data = torch.randn(256, 2) * 0.5 + 1.0
+    model = ASBM((2,), VPSDE(), GaussianEnergy(), hidden=16, sim_steps=4, ema=0.9)
+    start = [p.clone() for p in model.u_ema.parameters()]
+    model.fit_forward(data, rounds=1, adjoint_steps=30, corrector_steps=0, batch_size=32,
+                      buffer_size=64, progress=False, diagnostics=0, check_size=0)  # fmt: skip
+    live, avg = list(model.u_net.parameters()), list(model.u_ema.parameters())
+    assert not all(torch.equal(a, s) for a, s in zip(avg, start, strict=True))  # it moved
+    assert not all(torch.equal(a, b) for a, b in zip(avg, live, strict=True))  # and lags u
+    x0, t0 = data[:8], torch.zeros(8)
+    got = model.simulate_forward(x0, torch.Generator().manual_seed(0), steps=1)
+    g = VPSDE().g(t0)[:, None]
+    dw = torch.randn(x0.shape, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        one_step = x0 + VPSDE().f(t0, x0) + g**2 * model.u_ema(t0, x0) + g * dw
+    assert torch.allclose(got, one_step, atol=1e-5)
+    model.save_pretrained(tmp_path)
+    back = ASBM.from_pretrained(tmp_path)
+    for a, b in zip(back.u_ema.parameters(), model.u_ema.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_corrector_simulations_take_their_own_step_count():
+    data = torch.randn(64, 2)
+    model = ASBM((2,), VPSDE(), GaussianEnergy(), hidden=8, sim_steps=3)
+    model.fit_forward(data, rounds=2, adjoint_steps=1, corrector_steps=1, batch_size=8,
+                      buffer_size=16, corrector_buffer=32, corrector_sim_steps=7,
+                      progress=False, diagnostics=0, check_size=0)  # fmt: skip
+    # two adjoint buffers of 16 at 3 steps, one corrector buffer of 32 at 7
+    assert model.nfe["simulation"] == 2 * 16 * 3 + 32 * 7
+    with pytest.raises(ValueError, match="corrector_sim_steps"):
+        model.fit_forward(data, rounds=1, adjoint_steps=1, corrector_sim_steps=0, progress=False)

@@ -62,6 +62,9 @@ from icml26.testing.checks import number
 def _check_data(data: torch.Tensor, shape=None, min_n: int = 2, name: str = "data") -> torch.Tensor:
     if not isinstance(data, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(data).__name__}")
+    if not data.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {data.dtype} (scale it and "
+                        "convert with .float())")  # fmt: skip
     if data.dim() < 2 or data.shape[0] < min_n:
         raise ValueError(
             f"{name} must be (N, ...) with N >= {min_n}, got shape {tuple(data.shape)}"
@@ -182,6 +185,20 @@ def ema_update(average: nn.Module, live: nn.Module, decay: float, step: int) -> 
             a.copy_(b)
 
 
+def _zero_output_layer(net: nn.Module) -> None:
+    """Zero the last linear or convolutional layer of ``net`` (its output starts at 0); a module
+    without one (a fixed field) is left as it is."""
+    layers = [m for m in net.modules() if isinstance(m, nn.Linear | nn.Conv2d)]
+    if layers:
+        nn.init.zeros_(layers[-1].weight)
+        if layers[-1].bias is not None:
+            nn.init.zeros_(layers[-1].bias)
+
+
+AVERAGED_NETS = ("u_net", "h_net", "bridge_net", "generator", "u_ema", "bridge_ema")
+"""Every module of a model, the moving averages included (what ``to`` moves and checkpoints
+hold)."""
+
 TRAIN_COST = 3
 """Per-sample cost of a gradient step in forward-pass units (a backward pass ~ two forwards)."""
 
@@ -227,8 +244,12 @@ class ASBM:
             ``bridge_score_loss``, sampled by Euler-Maruyama or the Heun probability-flow ODE)
             or ``"posterior"`` (the network predicts E[x0 | x_t] and E[x1 | x_t] with
             ``bridge_matching_loss``, sampled by the DDIM-style ODE or ancestral bridges).
-        ema: decay of the stage-2 network's exponential moving average (the official 0.999,
-            with a warm-up, see ``ema_update``); sampling uses the average. ``None``: no average.
+        ema: decay of the exponential moving averages of the forward control (stage 1) and of
+            the stage-2 network (the official 0.999 for both, with a warm-up, see
+            ``ema_update``). As in the official code (``--simulate-ema``), every simulation of
+            the forward SDE -- the training buffers, the stopping rule, stage 2's couplings --
+            and the probability-flow sampler use the averaged control, and sampling uses the
+            averaged stage-2 network. ``None``: no averages.
     """
 
     def __init__(
@@ -256,15 +277,17 @@ class ASBM:
         positive_int(sim_steps, "sim_steps")
         self.sde, self.energy, self.sim_steps = sde, energy, sim_steps
         self.u_net = u_net or MLP(self.shape, hidden)
+        # u starts at 0, as in the official code: the first simulation is the reference's
+        _zero_output_layer(self.u_net)
+        # the averaged control starts as a copy of u and follows it during fit_forward
+        self.u_ema = copy.deepcopy(self.u_net) if ema is not None else None
         self.h_net = h_net or MLP(self.shape, hidden, time=False)
         self.bridge_net = bridge_net or MLP(self.shape, hidden, out_mult=self._out_mult)
         # the stage-2 average starts as a copy of the network and follows it during fit_backward
         self.bridge_ema = copy.deepcopy(self.bridge_net) if ema is not None else None
         self.generator = generator or MLP(self.shape, hidden, time=False)
         # h starts at 0: the first round matches the energy alone (phi^_1 = const).
-        last = [m for m in self.h_net.modules() if isinstance(m, nn.Linear | nn.Conv2d)][-1]
-        nn.init.zeros_(last.weight)
-        nn.init.zeros_(last.bias)
+        _zero_output_layer(self.h_net)
         self.log = TrainLog([], [], [], [])
         self.stage1_fitted = False
         """Whether u_net is a trained forward control (``fit_forward`` ran)."""
@@ -277,6 +300,12 @@ class ASBM:
         and sampling for evaluation are not counted."""
 
     @property
+    def control(self) -> nn.Module:
+        """The forward control that simulations and the probability-flow sampler use: the
+        moving average of ``u_net`` when there is one."""
+        return self.u_ema if self.u_ema is not None else self.u_net
+
+    @property
     def _out_mult(self) -> int:
         return 1 if self.stage2 == "score" else 2
 
@@ -287,7 +316,7 @@ class ASBM:
 
     def to(self, device: str | torch.device) -> "ASBM":
         """Move all four networks to ``device``; returns self."""
-        for name in ("u_net", "h_net", "bridge_net", "generator", "bridge_ema"):
+        for name in AVERAGED_NETS:
             if getattr(self, name) is not None:
                 getattr(self, name).to(device)
         return self
@@ -304,7 +333,7 @@ class ASBM:
         for k in range(steps):
             t = torch.full((len(x),), k * dt, device=x.device)
             g = _bcast(self.sde.g(t), x)
-            drift = self.sde.f(t, x) + g**2 * self.u_net(t, x)
+            drift = self.sde.f(t, x) + g**2 * self.control(t, x)
             x = x + drift * dt + g * dt**0.5 * randn(x.shape, gen, x.device)
         return x
 
@@ -324,6 +353,7 @@ class ASBM:
         diagnostics: int = 2048,
         stop_at_prior_match: bool = False,
         check_size: int = 51200,
+        corrector_sim_steps: int | None = None,
     ) -> "ASBM":
         """Stage 1: adjoint matching (u) with h = 0, then ``rounds - 1`` times: corrector matching
         (h) on fresh pairs of the current forward process (a new buffer of ``corrector_buffer``
@@ -333,12 +363,17 @@ class ASBM:
         ``check_size`` more the official stopping rule (``metrics.prior_match``), in the round's
         row of ``self.log.rounds``; ``self.log.matched_round`` is the first round that passes.
         With ``stop_at_prior_match``, ``rounds`` is a maximum and stage 1 stops there, as the
-        official code does (it checks every 20 epochs from epoch 300). Runs on the networks'
-        device; the draws come from a seeded CPU generator (the same batches on every device).
+        official code does (it checks every 20 epochs from epoch 300). ``corrector_sim_steps``:
+        Euler-Maruyama steps of the simulations that feed the corrector (the official
+        ``--cm-nfe`` 100 is finer than its adjoint buffers' 20); None: ``sim_steps``. Runs on the
+        networks' device; the draws come from a seeded CPU generator (the same batches on every
+        device).
         """
         sizes = (batch_size, buffer_size, corrector_buffer, resimulate_every)
         _check_stage1(rounds, adjoint_steps, corrector_steps, *sizes)
         _check_rounds_log(diagnostics, check_size, stop_at_prior_match)
+        corrector_sim = (self.sim_steps if corrector_sim_steps is None
+                         else positive_int(corrector_sim_steps, "corrector_sim_steps"))  # fmt: skip
         data = _check_data(data, self.shape).to(self.device)
         gen = torch.Generator().manual_seed(seed + 1000 * _rank())
         u, h = _ddp(self.u_net), _ddp(self.h_net)
@@ -346,11 +381,11 @@ class ASBM:
         opt_h = torch.optim.Adam(h.parameters(), lr=lr)
         buffer = ReplayBuffer()
 
-        def refresh(size):
+        def refresh(size, steps):
             idx = torch.randint(0, len(data), (size,), generator=gen)
             x0 = data[idx.to(data.device)]
-            buffer.fill(x0, self.simulate_forward(x0, gen))
-            self.nfe["simulation"] += size * self.sim_steps
+            buffer.fill(x0, self.simulate_forward(x0, gen, steps))
+            self.nfe["simulation"] += size * steps
 
         total = rounds * adjoint_steps + (rounds - 1) * corrector_steps
         bar = tqdm(total=total, desc="ASBM stage 1", disable=not progress or _rank() != 0)
@@ -358,7 +393,7 @@ class ASBM:
             if r > 0:
                 for k in range(corrector_steps):
                     if k % resimulate_every == 0:
-                        refresh(corrector_buffer)
+                        refresh(corrector_buffer, corrector_sim)
                     x0, x1 = buffer.sample(batch_size, gen)
                     loss = corrector_matching_loss(h, self.sde, x0, x1)
                     opt_h.zero_grad()
@@ -369,7 +404,7 @@ class ASBM:
                     bar.update()
             for k in range(adjoint_steps):
                 if k % resimulate_every == 0:
-                    refresh(buffer_size)
+                    refresh(buffer_size, self.sim_steps)
                 x0, x1 = buffer.sample(batch_size, gen)
                 t = torch.rand(batch_size, generator=gen).to(x0.device)
                 # round 1 runs with h = 0 (h's last layer starts at zero): skip its forward pass
@@ -378,6 +413,8 @@ class ASBM:
                 opt_u.zero_grad()
                 loss.backward()
                 opt_u.step()
+                if self.u_ema is not None:  # one average over all rounds, as in the official code
+                    ema_update(self.u_ema, self.u_net, self.ema, len(self.log.adjoint))
                 self.log.adjoint.append(loss.item())
                 # u's gradient step, and h's forward pass for the target once h is in use
                 self.nfe["training"] += (TRAIN_COST + (r > 0)) * batch_size
@@ -549,7 +586,7 @@ class ASBM:
 
     def _forward_control(self, t, x) -> torch.Tensor:
         if self.stage1_fitted:
-            return self.u_net(t, x)
+            return self.control(t, x)
         a01 = float(self.sde.a(torch.zeros(()), torch.ones(())))
         if a01 < self.MEMORYLESS:
             return torch.zeros_like(x)
@@ -794,7 +831,7 @@ class ASBM:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         tensors = {}
-        for name in ("u_net", "h_net", "bridge_net", "generator", "bridge_ema"):
+        for name in AVERAGED_NETS:
             if getattr(self, name) is None:
                 continue
             for k, v in getattr(self, name).state_dict().items():
@@ -857,9 +894,12 @@ class ASBM:
         model.distill_time = config.get("distill_time")
         # checkpoints written before the field existed come from train, which runs stage 1
         model.stage1_fitted = config.get("stage1_fitted", True)
-        for name in [*built, *(["bridge_ema"] if model.bridge_ema is not None else [])]:
+        averages = [n for n in ("u_ema", "bridge_ema") if getattr(model, n) is not None]
+        for name in [*built, *averages]:
             prefix = f"{name}."
             state = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
+            if not state and name == "u_ema":  # written before stage 1 kept an average
+                state = model.u_net.state_dict()
             getattr(model, name).load_state_dict(state)
         return model.to(device)
 
