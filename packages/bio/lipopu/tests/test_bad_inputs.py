@@ -162,3 +162,16 @@ def test_a_pocket_table_names_missing_descriptors_and_bad_counts():
     assert_rejects(lambda: table(descriptors=nan), ["descriptors", "NaN"])
     assert_rejects(lambda: table(descriptors=np.zeros((3, 5))), "descriptors")
     assert_rejects(lambda: table(composition=-np.ones((3, 20))), "composition")
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(descriptors=bad_tensors((2, len(DESCRIPTORS))))
+def test_descriptors_of_every_bad_kind_are_named(model, descriptors):
+    """NaN / inf, a wrong rank, integer, boolean or complex values, or no rows."""
+    residues = torch.zeros(2, 4, dtype=torch.long)
+    assert_rejects(lambda: model(residues, descriptors), "descriptors")

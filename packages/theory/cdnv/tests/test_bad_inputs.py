@@ -147,3 +147,16 @@ def test_class_stats_built_by_hand_are_checked():
     assert_rejects(lambda: C.ClassStats(**{**fields, "counts": good.counts * 0}), "counts")
     assert_rejects(lambda: C.ClassStats(**{**fields, "means": good.means.long()}), "means",
                    TypeError)  # fmt: skip
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(x=bad_tensors((4, None)))
+def test_features_of_every_bad_kind_are_named(x):
+    """NaN / inf, a wrong rank, integer, boolean or complex values, or no rows."""
+    assert_rejects(lambda: class_stats(x, LABELS), "features")
+    assert_rejects(lambda: ncc_fewshot_error(x, LABELS, [1], 2), "features")

@@ -144,6 +144,10 @@ class PocketAttentionMIL(nn.Module):
             raise ValueError(
                 f"descriptors must be (B, {cfg.n_descriptors}), got {tuple(descriptors.shape)}"
             )
+        if not descriptors.is_floating_point():
+            raise TypeError(f"descriptors must be a floating-point tensor, got {descriptors.dtype}")
+        if len(descriptors) == 0:
+            raise ValueError("descriptors must hold at least one pocket (B >= 1), got 0 rows")
         if residues.ndim != 2 or residues.shape[0] != descriptors.shape[0]:
             raise ValueError(
                 f"residues must be (B, L) with B = {descriptors.shape[0]}, "
