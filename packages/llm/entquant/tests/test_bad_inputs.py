@@ -115,3 +115,23 @@ def test_encoded_codes_with_a_wrong_shape_are_named():
     assert_rejects(lambda: EncodedCodes(enc.words, enc.starts, enc.freqs, [8, 16]), "shape")
     assert_rejects(lambda: EncodedCodes(enc.words, enc.starts, enc.freqs[:10], (8, 16)), "freqs")
     assert_rejects(lambda: EncodedCodes(enc.words[None], enc.starts, enc.freqs, (8, 16)), "words")
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors, out_of_range  # noqa: E402
+
+DRAWS = settings(max_examples=30, deadline=None)
+
+
+@DRAWS
+@given(w=bad_tensors((None, 8)))
+def test_weight_matrices_of_every_bad_kind_are_named(w):
+    """NaN / inf, a wrong rank, integer, boolean or complex values, or no rows."""
+    assert_rejects(lambda: quantize_linear(w, 1.0, "int8", max_iter=2), "W")
+
+
+@DRAWS
+@given(lam=out_of_range(0.0, None))
+def test_every_bad_lambda_is_named(lam):
+    assert_rejects(lambda: quantize_linear(torch.randn(4, 8), lam, "int8", max_iter=2), "lam")
