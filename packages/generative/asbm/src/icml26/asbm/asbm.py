@@ -394,13 +394,7 @@ class ASBM:
                 for k in range(corrector_steps):
                     if k % resimulate_every == 0:
                         refresh(corrector_buffer, corrector_sim)
-                    x0, x1 = buffer.sample(batch_size, gen)
-                    loss = corrector_matching_loss(h, self.sde, x0, x1)
-                    opt_h.zero_grad()
-                    loss.backward()
-                    opt_h.step()
-                    self.log.corrector.append(loss.item())
-                    self.nfe["training"] += TRAIN_COST * batch_size
+                    self._corrector_step(h, opt_h, *buffer.sample(batch_size, gen))
                     bar.update()
             for k in range(adjoint_steps):
                 if k % resimulate_every == 0:
@@ -408,16 +402,7 @@ class ASBM:
                 x0, x1 = buffer.sample(batch_size, gen)
                 t = torch.rand(batch_size, generator=gen).to(x0.device)
                 # round 1 runs with h = 0 (h's last layer starts at zero): skip its forward pass
-                h_used = self.h_net if r > 0 else None
-                loss = adjoint_matching_loss(u, h_used, self.sde, self.energy, x0, x1, t)
-                opt_u.zero_grad()
-                loss.backward()
-                opt_u.step()
-                if self.u_ema is not None:  # one average over all rounds, as in the official code
-                    ema_update(self.u_ema, self.u_net, self.ema, len(self.log.adjoint))
-                self.log.adjoint.append(loss.item())
-                # u's gradient step, and h's forward pass for the target once h is in use
-                self.nfe["training"] += (TRAIN_COST + (r > 0)) * batch_size
+                self._adjoint_step(u, opt_u, x0, x1, t, self.h_net if r > 0 else None)
                 bar.update()
             self.stage1_fitted = True
             self._log_round(r + 1, data, diagnostics, check_size, gen)
@@ -425,6 +410,25 @@ class ASBM:
                 break
         bar.close()
         return self
+
+    def _corrector_step(self, h, opt_h, x0: torch.Tensor, x1: torch.Tensor) -> None:
+        loss = corrector_matching_loss(h, self.sde, x0, x1)
+        opt_h.zero_grad()
+        loss.backward()
+        opt_h.step()
+        self.log.corrector.append(loss.item())
+        self.nfe["training"] += TRAIN_COST * len(x0)
+
+    def _adjoint_step(self, u, opt_u, x0, x1, t, h_used) -> None:
+        loss = adjoint_matching_loss(u, h_used, self.sde, self.energy, x0, x1, t)
+        opt_u.zero_grad()
+        loss.backward()
+        opt_u.step()
+        if self.u_ema is not None:  # one average over all rounds, as in the official code
+            ema_update(self.u_ema, self.u_net, self.ema, len(self.log.adjoint))
+        self.log.adjoint.append(loss.item())
+        # u's gradient step, and h's forward pass for the target once h is in use
+        self.nfe["training"] += (TRAIN_COST + (h_used is not None)) * len(x0)
 
     def _log_round(self, round_: int, data, diagnostics: int, check_size: int, gen) -> None:
         """The round's row of ``self.log.rounds`` (diagnostics, stopping rule), timed apart."""
