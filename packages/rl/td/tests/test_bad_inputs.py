@@ -144,3 +144,34 @@ def test_fit_critic_and_the_schedule_base_name_what_is_wrong():
     assert_rejects(lambda: fit_critic(problem, critic, 10, batch_size=0), "batch_size")
     assert_rejects(lambda: fit_critic(problem, critic, 10, eta0=0.0), "eta0")
     assert_rejects(StepSizeSchedule, "values")  # the base is abstract: subclass it
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import empty, non_finite, out_of_range  # noqa: E402
+
+DRAWS = settings(max_examples=30, deadline=None)
+
+
+@DRAWS
+@given(gamma=out_of_range(0.0, 1.0), reg=out_of_range(0.0, None))
+def test_every_bad_discount_and_regulariser_is_named(gamma, reg):
+    assert_rejects(lambda: LinearTD(3, gamma, schedule=0.1), "gamma")
+    assert_rejects(lambda: LinearTD(3, 0.9, schedule=0.1, reg=reg), "reg")
+    theta, phi, r = torch.zeros(3), torch.eye(3)[:2], torch.ones(2)
+    assert_rejects(lambda: td0_update(theta, phi, r, phi, gamma, 0.1), "gamma")
+    assert_rejects(lambda: td0_update(theta, phi, r, phi, 0.9, 0.1, reg=reg), "reg")
+
+
+@DRAWS
+@given(eta=out_of_range(0.0, None))
+def test_every_bad_step_size_is_named(eta):
+    theta, phi, r = torch.zeros(3), torch.eye(3)[:2], torch.ones(2)
+    assert_rejects(lambda: td0_update(theta, phi, r, phi, 0.9, eta), "eta")
+
+
+@DRAWS
+@given(bad=non_finite((2, 3)) | empty((2, 3)))
+def test_features_that_are_not_finite_or_empty_are_named(bad):
+    theta, r = torch.zeros(3), torch.ones(len(bad))
+    assert_rejects(lambda: td0_update(theta, bad, r, torch.eye(3)[: len(bad)], 0.9, 0.1), "phi")

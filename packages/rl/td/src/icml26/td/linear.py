@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from icml26.td.schedules import ExponentialStepSize, StepSizeSchedule
+from icml26.testing.checks import number
 
 
 def _batch(phi, r, phi_next, done) -> tuple[torch.Tensor, ...]:
@@ -71,12 +72,9 @@ def td0_update(
     ``r``: (B,) rewards; ``done``: (B,) 1 where ``s'`` is terminal; ``reg``: lambda of the
     regularised update. Computed in ``theta``'s dtype on ``theta``'s device.
     """
-    if not 0 <= gamma < 1:
-        raise ValueError(f"gamma must be in [0, 1), got {gamma}")
-    if not eta > 0:
-        raise ValueError(f"eta must be positive, got {eta}")
-    if reg < 0:
-        raise ValueError(f"reg must be >= 0, got {reg}")
+    gamma = number("gamma", gamma, low=0, below=1)
+    eta = number("eta", eta, above=0)
+    reg = number("reg", reg, low=0)
     phi, r, phi_next, done = _batch(
         torch.as_tensor(phi, device=theta.device, dtype=theta.dtype), r, phi_next, done
     )
@@ -116,10 +114,8 @@ class LinearTD:
     ):
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise ValueError(f"dim must be an integer >= 1, got {dim!r}")
-        if not 0 <= gamma < 1:
-            raise ValueError(f"gamma must be in [0, 1), got {gamma}")
-        if reg < 0:
-            raise ValueError(f"reg must be >= 0, got {reg}")
+        gamma = number("gamma", gamma, low=0, below=1)
+        reg = number("reg", reg, low=0)
         if schedule is None:
             if horizon is None:
                 raise ValueError(
