@@ -142,3 +142,28 @@ def test_encoded_rows_built_by_hand_are_checked():
     assert_rejects(lambda: EncodedRows(torch.zeros(3, 2), miss, -cat), "cat")
     assert_rejects(lambda: EncodedRows(torch.zeros(3, 2), miss, cat[:2]), ["num", "cat"])
     assert_rejects(lambda: EncodedRows(torch.zeros(3), miss, cat), "num")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors, out_of_range  # noqa: E402
+
+DRAWS = settings(max_examples=30, deadline=None)
+
+
+@DRAWS
+@given(bad=bad_tensors((3,)), which=st.integers(0, 3))
+def test_elbo_terms_of_every_bad_kind_are_named(bad, which):
+    """NaN / inf, a wrong rank, integer, boolean or complex values, or no rows, in any term."""
+    terms = [torch.zeros(3) for _ in range(4)]
+    terms[which] = bad
+    names = ("loglik_target", "loglik_context", "kl_target", "kl_context")
+    assert_rejects(lambda: elbo_terms(*terms), names[which])
+
+
+@DRAWS
+@given(beta=out_of_range(0.0, None))
+def test_every_bad_beta_is_named(beta):
+    terms = [torch.zeros(3) for _ in range(4)]
+    assert_rejects(lambda: elbo_terms(*terms, beta=beta), "beta")

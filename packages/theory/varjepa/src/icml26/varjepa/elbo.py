@@ -24,6 +24,8 @@ from typing import NamedTuple
 
 import torch
 
+from icml26.testing.checks import number
+
 
 class ElboTerms(NamedTuple):
     """Each term averaged over rows (nats per row). ``elbo`` includes ``beta``; ``loss = -elbo``."""
@@ -84,6 +86,18 @@ def gaussian_log_likelihood(
     return -0.5 * (math.log(2 * math.pi) + logvar + (x - mean).square() / logvar.exp())
 
 
+def _check_term(name: str, t, rows: int) -> None:
+    """One per-row term of ``elbo_terms``: a finite, non-empty float (B,) tensor of ``rows``."""
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+        got = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
+        raise TypeError(f"{name} must be a floating-point (B,) tensor, got {got}")
+    if t.ndim != 1 or len(t) == 0 or len(t) != rows:
+        raise ValueError(f"{name} must be a per-row (B,) tensor with B = {rows or '>= 1'} like "
+                         f"loglik_target, got shape {tuple(t.shape)}")  # fmt: skip
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} holds NaN or inf (a diverged encoder or a zero variance?)")
+
+
 def elbo_terms(
     loglik_target: torch.Tensor,
     loglik_context: torch.Tensor,
@@ -93,15 +107,13 @@ def elbo_terms(
 ) -> ElboTerms:
     """Combine per-row terms (each shape (B,), summed over that row's columns and latent
     dimensions) into the batch-mean bound ``E[recon] - beta (KL_T + KL_C)``."""
-    if beta < 0:
-        raise ValueError(f"beta must be >= 0, got {beta}")
-    shapes = {t.shape for t in (loglik_target, loglik_context, kl_target, kl_context)}
-    if len(shapes) != 1 or len(next(iter(shapes))) != 1:
-        raise ValueError(f"elbo_terms takes per-row (B,) tensors, got shapes {shapes}")
+    beta = number("beta", beta, low=0)
     names = ("loglik_target", "loglik_context", "kl_target", "kl_context")
-    for name, t in zip(names, (loglik_target, loglik_context, kl_target, kl_context), strict=True):
-        if not bool(torch.isfinite(t).all()):
-            raise ValueError(f"{name} holds NaN or inf (a diverged encoder or a zero variance?)")
+    terms = (loglik_target, loglik_context, kl_target, kl_context)
+    first = loglik_target
+    rows = len(first) if isinstance(first, torch.Tensor) and first.ndim == 1 else 0
+    for name, t in zip(names, terms, strict=True):
+        _check_term(name, t, rows)
     rt, rc = loglik_target.mean(), loglik_context.mean()
     kt, kc = kl_target.mean(), kl_context.mean()
     return ElboTerms(rt, rc, kt, kc, rt + rc - beta * (kt + kc))
