@@ -222,3 +222,21 @@ def _demo_config(**kw):
 def test_config_messages_name_the_one_bad_field(make, name):
     err = assert_rejects(make, name)
     assert str(err).startswith(f"{name} must"), err
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import empty, non_finite, wrong_rank  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(bad=non_finite((3, 2)) | wrong_rank((3, 2)) | empty((3, 2)))
+def test_metrics_name_predictions_of_every_bad_kind(bad):
+    """NaN / inf, a wrong rank, or no spots: named, never a NaN score."""
+    for metric in (H.slide_metrics, H.gene_pearsons):
+        assert_rejects(lambda m=metric: m(bad.numpy(), np.ones((3, 2))), "pred")
+        assert_rejects(lambda m=metric: m(np.ones(tuple(bad.shape)), bad.numpy()), "true")
+
+
+def test_metrics_refuse_complex_predictions():
+    assert_rejects(lambda: H.slide_metrics(np.ones((3, 2)) * 1j, np.ones((3, 2))), "pred")

@@ -21,9 +21,14 @@ def _pearson(a: np.ndarray, b: np.ndarray, axis=None) -> np.ndarray:
 
 
 def _pair(pred, true) -> tuple[np.ndarray, np.ndarray]:
+    for name, x in (("pred", pred), ("true", true)):
+        if np.iscomplexobj(x) or (hasattr(x, "is_complex") and x.is_complex()):
+            raise TypeError(f"{name} must hold real numbers, got complex values")
     pred, true = np.asarray(pred, np.float64), np.asarray(true, np.float64)
     if pred.shape != true.shape or pred.ndim != 2:
         raise ValueError(f"pred and true must both be (N, G), got {pred.shape}, {true.shape}")
+    if len(pred) < 2:
+        raise ValueError(f"pred and true need at least 2 spots (a correlation), got {len(pred)}")
     if not (np.isfinite(pred).all() and np.isfinite(true).all()):
         raise ValueError("pred and true must be finite (NaN or inf found)")
     return pred, true
