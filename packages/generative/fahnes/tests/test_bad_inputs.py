@@ -115,3 +115,28 @@ def test_sample_names_a_garbled_model_config_in_one_line(tmp_path, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "config.json" in err[0]
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import empty, non_finite, wrong_rank  # noqa: E402
+
+
+def _bad(shape):
+    # integer and boolean features are accepted on purpose (one-hot or count features)
+    return non_finite(shape) | wrong_rank(shape) | empty(shape)
+
+
+@settings(max_examples=30, deadline=None)
+@given(x=_bad((3, None)), edge_x=_bad((2, None)))
+def test_node_and_hyperedge_features_of_every_bad_kind_are_named(x, edge_x):
+    """NaN / inf, a wrong rank, or no rows; complex values below."""
+    edges = [[0, 1], [1, 2]]
+    assert_rejects(lambda: Hypergraph.from_hyperedges(edges, 3, x=x), "x")
+    assert_rejects(lambda: Hypergraph.from_hyperedges(edges, 3, edge_x=edge_x), "edge_x")
+
+
+def test_complex_features_are_refused():
+    edges = [[0, 1], [1, 2]]
+    x = torch.zeros(3, 2, dtype=torch.complex64)
+    assert_rejects(lambda: Hypergraph.from_hyperedges(edges, 3, x=x), "x")

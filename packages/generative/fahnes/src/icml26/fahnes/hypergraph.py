@@ -89,6 +89,9 @@ class Hypergraph:
         inc = torch.tensor([nodes, edges], dtype=torch.long).reshape(2, -1)
         x = torch.zeros(num_nodes, 0) if x is None else torch.as_tensor(x)
         edge_x = torch.zeros(m, 0) if edge_x is None else torch.as_tensor(edge_x)
+        for name, feats in (("x", x), ("edge_x", edge_x)):
+            if feats.is_complex():  # a cast to float would drop the imaginary part
+                raise TypeError(f"{name} must hold real features, got {feats.dtype}")
         if x.dim() != 2 or x.shape[0] != num_nodes:
             raise ValueError(f"x must have one row per node: ({num_nodes}, d), got "
                              f"{tuple(x.shape)}")  # fmt: skip
@@ -155,8 +158,9 @@ class Hypergraph:
                              f"({m},) (one per row of edge_x), got {got[0]}, {got[1]}")  # fmt: skip
         if (n and int(self.node_budget.min()) < 1) or (m and int(self.edge_budget.min()) < 1):
             raise ValueError("budgets must be >= 1")
-        if not (torch.isfinite(self.x).all() and torch.isfinite(self.edge_x).all()):
-            raise ValueError("features must be finite")
+        for name, feats in (("x", self.x), ("edge_x", self.edge_x)):
+            if not bool(torch.isfinite(feats).all()):
+                raise ValueError(f"{name} (features) must be finite, got NaN or inf")
 
     def hyperedges(self) -> list[list[int]]:
         """Node lists of the hyperedges, in hyperedge order."""
