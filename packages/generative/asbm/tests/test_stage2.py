@@ -180,3 +180,28 @@ def test_corrector_simulations_take_their_own_step_count():
     assert model.nfe["simulation"] == 2 * 16 * 3 + 32 * 7
     with pytest.raises(ValueError, match="corrector_sim_steps"):
         model.fit_forward(data, rounds=1, adjoint_steps=1, corrector_sim_steps=0, progress=False)
+
+
+@pytest.mark.parametrize("sde", [VPSDE(), BrownianSDE(0.7)], ids=["vp", "brownian"])
+def test_control_gain_is_the_integral_of_a_times_g_squared(sde):
+    from icml26.asbm.sde import LinearSDE
+
+    s, t = torch.tensor([0.0, 0.3, 0.9]), torch.tensor([0.1, 0.7, 1.0])
+    # the closed form against the base class's quadrature
+    assert torch.allclose(sde.control_gain(s, t), LinearSDE.control_gain(sde, s, t), rtol=1e-5)
+
+
+def test_the_exponential_integrator_carries_the_reference_exactly():
+    """A fresh model's control is 0 (zeroed output layer): the forward SDE is the reference. At 3
+    steps the exponential integrator ends at the exact terminal variance a^2 v0 + v; Euler-
+    Maruyama does not."""
+    sde, gen = VPSDE(), torch.Generator().manual_seed(0)
+    x0 = 2.0 * torch.randn(200_000, 1, generator=gen)
+    zero, one = torch.zeros(()), torch.ones(())
+    exact = float(sde.a(zero, one) ** 2 * 4.0 + sde.v(zero, one))
+    for integrator, close in (("exponential", True), ("em", False)):
+        model = ASBM((1,), sde, GaussianEnergy(), hidden=8, integrator=integrator)
+        x1 = model.simulate_forward(x0, torch.Generator().manual_seed(1), steps=3)
+        assert (abs(x1.var().item() / exact - 1) < 0.01) == close, integrator
+    with pytest.raises(ValueError, match="integrator"):
+        ASBM((1,), sde, GaussianEnergy(), integrator="rk4")

@@ -25,6 +25,14 @@ import torch
 EPS = 1e-4  # times are kept in [EPS, 1 - EPS] where a bridge variance would vanish
 
 
+_GAUSS_LEGENDRE = (
+    (-0.9061798459386640, -0.5384693101056831, 0.0, 0.5384693101056831, 0.9061798459386640),
+    (0.2369268850561891, 0.4786286704993665, 0.5688888888888889, 0.4786286704993665,
+     0.2369268850561891),
+)  # fmt: skip
+"""Five-point Gauss-Legendre nodes and weights on [-1, 1]."""
+
+
 class LinearSDE(ABC):
     """Shared bridge algebra; subclasses give ``f``, ``g``, ``a(s, t)`` and ``v(s, t)``."""
 
@@ -43,6 +51,20 @@ class LinearSDE(ABC):
     @abstractmethod
     def v(self, s, t) -> torch.Tensor:
         """Variance of the transition from s to t."""
+
+    def control_gain(self, s, t) -> torch.Tensor:
+        """``c(s, t) = int_s^t a(r, t) g(r)^2 dr``: how much a control u held fixed over [s, t]
+        moves the state by t (``X_t = a(s, t) X_s + c(s, t) u + N(0, v(s, t))``, exact for the
+        linear part). Subclasses give it in closed form; this default is Gauss-Legendre
+        quadrature."""
+        s, t = torch.as_tensor(s, dtype=torch.float32), torch.as_tensor(t, dtype=torch.float32)
+        nodes, weights = _GAUSS_LEGENDRE
+        half, mid = (t - s) / 2, (t + s) / 2
+        total = torch.zeros_like(half)
+        for x, w in zip(nodes, weights, strict=True):
+            r = mid + half * x
+            total = total + w * self.a(r, t) * self.g(r) ** 2
+        return half * total
 
     def bridge_coefficients(self, t: torch.Tensor):
         """(A_t, B_t, v_t) of the bridge mean ``A_t x0 + B_t x1`` and variance, shape of t."""
@@ -100,6 +122,9 @@ class BrownianSDE(LinearSDE):
     def v(self, s, t):
         return self.sigma**2 * (torch.as_tensor(t) - torch.as_tensor(s)).float()
 
+    def control_gain(self, s, t):
+        return self.v(s, t)  # a = 1, g^2 = sigma^2
+
     def config(self) -> dict:
         return {"kind": "brownian", "sigma": self.sigma}
 
@@ -139,6 +164,10 @@ class VPSDE(LinearSDE):
 
     def v(self, s, t):
         return -torch.expm1(-self._B(s, t))  # 1 - a^2, accurate for small B
+
+    def control_gain(self, s, t):
+        # d/dr a(r, t) = beta(r) a(r, t) / 2, so int_s^t a(r, t) beta(r) dr = 2 (1 - a(s, t))
+        return -2 * torch.expm1(-0.5 * self._B(s, t))
 
     def config(self) -> dict:
         return {"kind": "vp", "beta_min": self.beta_min, "beta_max": self.beta_max}
