@@ -145,3 +145,26 @@ def test_every_search_names_an_evaluator_whose_log_policy_is_unnormalised(level)
     for search in (lts, phs_star):
         assert_rejects(lambda s=search: s(level, zeros, 50), "log_pi")
     assert_rejects(lambda: sqrt_lts(level, zeros, HeuristicRerooter(), 50), "log_pi")
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors, empty, non_finite, wrong_rank  # noqa: E402
+
+# integer heuristics are accepted on purpose (costs-to-go are often counts)
+BAD_H = non_finite((2,)) | wrong_rank((2,)) | empty((2,))
+
+
+@settings(max_examples=30, deadline=None)
+@given(log_pi=bad_tensors((2, 4)), h=BAD_H)
+def test_evaluator_outputs_of_every_bad_kind_are_named(log_pi, h):
+    """NaN / inf, a wrong rank, non-float values (log_pi), or no rows."""
+    uniform = np.full((2, 4), np.log(0.25))
+    assert_rejects(lambda: check_output(log_pi.numpy(), np.zeros(2), 2, 4), "log_pi")
+    assert_rejects(lambda: check_output(uniform, h.numpy(), 2, 4), "h")
+
+
+def test_boolean_or_complex_evaluator_outputs_are_refused():
+    uniform = np.full((2, 4), np.log(0.25))
+    assert_rejects(lambda: check_output(uniform, np.array([True, False]), 2, 4), "h")
+    assert_rejects(lambda: check_output(uniform + 0j, np.zeros(2), 2, 4), "log_pi")

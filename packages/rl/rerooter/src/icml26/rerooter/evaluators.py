@@ -80,8 +80,14 @@ def check_output(log_pi: np.ndarray, h: np.ndarray, batch: int, num_actions: int
             f"evaluator returned log_pi {log_pi.shape} and h {h.shape}; expected "
             f"({batch}, {num_actions}) and ({batch},)"
         )
-    if not np.isfinite(h).all() or np.isnan(log_pi).any():
-        raise ValueError("evaluator returned NaN or infinite values")
+    for name, x in (("log_pi", log_pi), ("h", h)):
+        real = np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)
+        if x.dtype == bool or not real:
+            raise TypeError(f"evaluator returned {name} of dtype {x.dtype}; expected real numbers")
+    if not np.isfinite(h).all():
+        raise ValueError("evaluator returned h with NaN or infinite values")
+    if np.isnan(log_pi).any():  # -inf is a legal log-probability (an action never taken)
+        raise ValueError("evaluator returned log_pi with NaN values")
     # log pi must be a distribution over the actions: an unnormalised row (all zeros, logits)
     # would make every cost, and the √LTS bound, wrong without a sign
     mass = np.exp(log_pi).sum(1)
