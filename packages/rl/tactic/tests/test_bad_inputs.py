@@ -148,3 +148,17 @@ def test_messages_name_the_one_bad_argument(name, kwargs):
         (lambda: TrainConfig(**kwargs).check())  # fmt: skip
     err = assert_rejects(make, name)
     assert str(err).startswith(f"{name} must"), err
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(q=bad_tensors((2, 3, 4)), f=bad_tensors((2, 2, 4, 4)))
+def test_utilities_and_payoffs_of_every_bad_kind_are_named(q, f):
+    """NaN / inf, a wrong rank, integer, boolean or complex values, or no rows."""
+    good_q, good_f, edges = problem()
+    assert_rejects(lambda: max_sum(q, good_f, edges), "utilities")
+    assert_rejects(lambda: max_sum(good_q, f, edges), "payoffs")

@@ -84,6 +84,25 @@ def select_edges(
     return mask
 
 
+def _check_factors(q, f, edges) -> tuple[int, int, int]:
+    """Utilities q (B, n, A) and payoffs f (B, E, A, A): real, finite, non-empty; (B, n, A)."""
+    for name, x, rank in (("utilities q", q, 3), ("payoffs f", f, 4)):
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+            raise TypeError(f"{name} must be a real floating-point tensor, got {got}")
+        if x.ndim != rank or x.numel() == 0:
+            raise ValueError(f"{name} must be a non-empty {rank}-D tensor, got {tuple(x.shape)}")
+    B, n, A = q.shape
+    E = edges.shape[0]
+    if f.shape != (B, E, A, A):
+        raise ValueError(f"payoffs must have shape {(B, E, A, A)}, got {tuple(f.shape)}")
+    for name, x in (("utilities q", q), ("payoffs f", f)):
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} must be finite (NaN or inf would make every belief equal "
+                             "and the greedy action meaningless)")  # fmt: skip
+    return B, n, A
+
+
 def q_tot(
     q: torch.Tensor, f: torch.Tensor, edges: torch.Tensor, actions: torch.Tensor,
     edge_mask: torch.Tensor | None = None,
@@ -91,7 +110,7 @@ def q_tot(
     """Eq. (1) at joint actions: utilities (B, n, A), payoffs (B, E, A, A) (``f[b, e, a_i, a_j]``
     for edge e = (i, j)), edges (E, 2), actions (B, n) long, edge_mask (B, E) bool (None: all)
     -> (B,)."""
-    B, n, A = q.shape
+    B, n, A = _check_factors(q, f, edges)
     if actions.shape != (B, n):
         raise ValueError(f"actions must have shape {(B, n)}, got {tuple(actions.shape)}")
     if actions.dtype != torch.long:
@@ -123,15 +142,10 @@ def max_sum(
     max-sum, as DCG does). Exact on trees after enough iterations (at least the diameter).
     Unavailable actions (``avail`` False) are never chosen.
     """
-    B, n, A = q.shape
+    B, n, A = _check_factors(q, f, edges)
     E = edges.shape[0]
-    if f.shape != (B, E, A, A):
-        raise ValueError(f"payoffs must have shape {(B, E, A, A)}, got {tuple(f.shape)}")
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
-    if not bool(torch.isfinite(q).all()) or not bool(torch.isfinite(f).all()):
-        raise ValueError("utilities q and payoffs f must be finite (NaN or inf would make every "
-                         "belief equal and the greedy action meaningless)")  # fmt: skip
     if avail is None:
         avail = torch.ones_like(q, dtype=torch.bool)
     if not bool(avail.any(-1).all()):
