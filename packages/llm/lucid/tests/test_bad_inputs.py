@@ -130,3 +130,16 @@ def test_tiny_lm_names_a_bad_config_and_bad_token_ids():
     assert_rejects(lambda: model(torch.tensor([[1.0, 2.0]])), ["tokens", "integer"])
     assert_rejects(lambda: model(torch.tensor([1, 2])), "tokens")
     assert_rejects(lambda: model(torch.zeros(1, 30, dtype=torch.long)), "max_len")
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(x=bad_tensors((2, 5, 16)))
+def test_hidden_states_of_every_bad_kind_are_named(x):
+    """NaN / inf, a wrong rank, integer, boolean or complex values, or no rows."""
+    attn = LucidAttention(16, 2)
+    assert_rejects(lambda: attn(x), "x")

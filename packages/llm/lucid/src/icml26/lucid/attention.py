@@ -318,8 +318,16 @@ class LucidAttention(nn.Module):
         unpadded one at its real tokens. ``cu_seqlens`` (S + 1,) offsets of S sequences packed
         into x (B = 1, no cache): each gets its own causal attention and its own L, with rotary
         positions restarting at 0."""
-        if x.dim() != 3 or x.shape[-1] != self.dim:
-            raise ValueError(f"x must have shape (B, T, {self.dim}), got {tuple(x.shape)}")
+        if not x.is_floating_point():
+            raise TypeError(f"x must be a floating-point tensor of hidden states, got {x.dtype}")
+        if x.dim() != 3 or x.shape[-1] != self.dim or x.shape[0] == 0 or x.shape[1] == 0:
+            raise ValueError(f"x must have shape (B, T, {self.dim}) with B, T >= 1, got "
+                             f"{tuple(x.shape)}")  # fmt: skip
+        # the scan reads x on the host: free on the CPU, a device sync on a GPU (and no branch
+        # under torch.compile), so as in icml26.kernels only CPU tensors are scanned
+        scan = x.device.type == "cpu" and not torch.compiler.is_compiling()
+        if scan and not bool(torch.isfinite(x).all()):
+            raise ValueError("x (hidden states) holds NaN or inf")
         B, T, _ = x.shape
         allowed, positions = self._allowed(x, cache, attention_mask, cu_seqlens)
         q = self._heads(x, self.q_proj, self.num_heads)
