@@ -64,6 +64,8 @@ def check_santa_inputs(q, k, v, num_samples, mode, block_n) -> None:
         if not t.is_floating_point():
             raise TypeError(f"{name} must be floating point, got {t.dtype}")
     B, Hq, D = q.shape
+    if q.numel() == 0:
+        raise ValueError(f"q must be a non-empty (B, H_q, D) tensor, got {tuple(q.shape)}")
     if k.shape != v.shape:
         raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must have the same shape")
     if k.shape[0] != B or k.shape[3] != D:

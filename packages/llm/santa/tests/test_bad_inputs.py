@@ -106,3 +106,24 @@ def test_the_attention_hook_and_model_helpers_name_bad_inputs(model):
 def test_tiny_llama_names_bad_sizes():
     assert_rejects(lambda: tiny_llama(layers=0), "layers")
     assert_rejects(lambda: tiny_llama(heads=3, kv_heads=2), ["heads", "kv_heads"])
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors, out_of_range  # noqa: E402
+
+DRAWS = settings(max_examples=30, deadline=None)
+
+
+@DRAWS
+@given(block_n=out_of_range(1, None, integer=True), draws=out_of_range(1, None, integer=True))
+def test_every_bad_block_size_and_draw_count_is_named(model, block_n, draws):
+    assert_rejects(lambda: enable_santa(model, block_n=block_n), "block_n")
+    assert_rejects(lambda: enable_santa(model, draws_per_tile=draws), "draws_per_tile")
+
+
+@DRAWS
+@given(q=bad_tensors(tuple(Q.shape)))
+def test_queries_of_every_bad_kind_are_named(q):
+    """NaN / inf, a wrong rank, integer, boolean or complex values, or no rows."""
+    assert_rejects(lambda: santa_decode_reference(q, K, K, 4), "q")
