@@ -143,3 +143,19 @@ def test_training_names_a_policy_or_split_of_the_wrong_kind():
 def test_config_messages_name_the_one_bad_field(make, name):
     err = assert_rejects(make, name)
     assert str(err).startswith(f"{name} must"), err
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from icml26.lrpo.data import MAX_OPERAND  # noqa: E402
+from icml26.testing.strategies import out_of_range  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(a=out_of_range(0, MAX_OPERAND, integer=True), b=st.integers(0, MAX_OPERAND))
+def test_every_operand_outside_the_add_task_is_named(a, b):
+    """The add task's operands are integers in [0, MAX_OPERAND]: anything else -- negative, too
+    large, a fraction, NaN or inf, a boolean -- names the key."""
+    assert_rejects(lambda: make_question("add", "en", (a, b)), "key")
+    assert_rejects(lambda: make_question("add", "en", (b, a)), "key")
