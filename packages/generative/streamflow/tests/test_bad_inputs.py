@@ -70,3 +70,26 @@ def test_unet_names_a_latent_size_it_cannot_build():
     assert_rejects(lambda: unet("tiny", 0), "sample_size")
     assert_rejects(lambda: unet("tiny", 7), ["sample_size", "multiple of 2"])
     assert_rejects(lambda: unet("tiny", 8, channels=0), "channels")
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from icml26.testing.strategies import bad_tensors, out_of_range  # noqa: E402
+
+DRAWS = settings(max_examples=25, deadline=None)
+
+
+@DRAWS
+@given(noises=bad_tensors((2, 1, 8, 8)))
+def test_noises_of_every_bad_kind_are_named(denoiser, noises):
+    """NaN / inf, a wrong rank, integer, boolean or complex values, or no samples."""
+    pipe = StreamPipeline(denoiser, (1, 8, 8), 2)
+    assert_rejects(lambda: pipe.generate(noises), "noises")
+
+
+@DRAWS
+@given(data=bad_tensors((4, 1, 8, 8)), lr=out_of_range(0.0, None))
+def test_training_data_and_learning_rates_of_every_bad_kind_are_named(data, lr):
+    model = unet("tiny", 8, seed=0)
+    assert_rejects(lambda: train_flow_matching(model, data, steps=1), "data")
+    assert_rejects(lambda: train_flow_matching(model, torch.randn(4, 1, 8, 8), lr=lr), "lr")

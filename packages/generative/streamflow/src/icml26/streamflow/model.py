@@ -5,6 +5,8 @@ import torch
 from diffusers import UNet2DModel
 from tqdm.auto import tqdm
 
+from icml26.testing.checks import number
+
 SIZES = {
     "tiny": dict(block_out_channels=(32, 64), layers_per_block=1),
     "small": dict(block_out_channels=(64, 128), layers_per_block=2),
@@ -76,12 +78,14 @@ def train_flow_matching(
     for name, value in (("steps", steps), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr!r}")
-    if not isinstance(data, torch.Tensor) or not data.is_floating_point() or len(data) == 0:
+    number("lr", lr, above=0)
+    ok = isinstance(data, torch.Tensor) and data.is_floating_point() and data.ndim == 4
+    if not ok or len(data) == 0:
         raise ValueError(f"data must be a non-empty float tensor of images (N, C, H, W), got "
                          f"{getattr(data, 'dtype', type(data).__name__)} "
                          f"{tuple(getattr(data, 'shape', ()))}")  # fmt: skip
+    if not bool(torch.isfinite(data).all()):
+        raise ValueError("data holds NaN or inf")
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)

@@ -282,6 +282,7 @@ class StreamPipeline:
             )
         if len(noises) == 0:
             raise ValueError("noises holds no samples: pass (M, ...) with M >= 1")
+        _check_latent(noises, (len(noises), *self.shape), "noises")  # dtype, NaN / inf
         if max(self._stage) >= 0:
             raise ValueError("samples are in flight: flush() or reset() before generate()")
         conds = _as_dict(conditions, "conditions")
