@@ -110,3 +110,56 @@ def test_rewards_name_what_is_not_a_backbone_and_policies_a_garbled_config(tmp_p
     (folder / "config.json").write_text("{not json")  # a garbled config
     (folder / "policy.safetensors").write_bytes(b"")
     assert_rejects(lambda: MPNNPolicy.from_pretrained(folder), "config.json")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from icml26.fidia.baselines import grpo_weights, rloo_weights  # noqa: E402
+from icml26.testing.strategies import (  # noqa: E402
+    empty,
+    non_finite,
+    out_of_range,
+    wrong_dtype,
+    wrong_rank,
+)
+
+DRAWS = settings(max_examples=30, deadline=None)
+
+BAD_REWARDS = st.one_of(
+    non_finite((None, 4)),
+    non_finite((4,)),
+    empty((None,)),
+    wrong_rank((2, None, 4)).filter(lambda x: x.ndim == 4),  # (n,) and (groups, n) are both fine
+    wrong_dtype((2, 4)).filter(torch.is_complex),  # integers and booleans are 0/1 outcomes
+)
+
+
+@DRAWS
+@given(rewards=BAD_REWARDS)
+def test_every_estimator_names_bad_rewards(rewards):
+    for make in (
+        lambda: maxn_value(rewards, 2),
+        lambda: maxn_weights(rewards, 2),
+        lambda: policy_weights(rewards, "maxn", 2),
+        lambda: policy_weights(rewards, "grpo", 2),
+        lambda: rloo_weights(rewards),
+        lambda: grpo_weights(rewards),
+    ):
+        assert_rejects(make, "rewards")
+
+
+@DRAWS
+@given(N=out_of_range(1, 8, integer=True))
+def test_every_subset_size_outside_1_to_n_is_named(N):
+    rewards = torch.rand(8)
+    assert_rejects(lambda: maxn_value(rewards, N), "N")
+    assert_rejects(lambda: maxn_weights(rewards, N), "N")
+    assert_rejects(lambda: passn_value((rewards > 0.5).double(), N), "N")
+
+
+@DRAWS
+@given(code=out_of_range(0, 20, integer=True))
+def test_the_reward_names_every_residue_code_outside_the_alphabet(helix, proxy, code):
+    seqs = [[code] * len(helix)] * 2  # as a user's nested list: as_tensor may overflow on it
+    assert_rejects(lambda: proxy(seqs), "seqs")

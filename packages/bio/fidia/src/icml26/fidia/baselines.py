@@ -16,13 +16,19 @@ from collections.abc import Callable, Iterable, Mapping
 import torch
 
 
-def _rewards(rewards, name: str = "rewards") -> torch.Tensor:
+def _rewards(rewards, name: str = "rewards", min_n: int = 2) -> torch.Tensor:
+    """``rewards`` as a float (n,) or (groups, n) tensor with at least ``min_n`` finite values per
+    group, or a named error. Every estimator reads its rewards through here."""
     r = torch.as_tensor(rewards)
-    r = r if torch.is_floating_point(r) else r.double()
+    if r.is_complex():  # a cast to real would drop the imaginary part with only a warning
+        raise TypeError(f"{name} must be real numbers, got {r.dtype}")
+    r = r if torch.is_floating_point(r) else r.double()  # integer / boolean outcomes are 0/1
     if r.ndim not in (1, 2):
         raise ValueError(f"{name} must be (n,) or (groups, n), got shape {tuple(r.shape)}")
-    if r.shape[-1] < 2:
-        raise ValueError(f"{name}: need at least 2 samples per group, got {r.shape[-1]}")
+    if r.shape[-1] == 0:
+        raise ValueError(f"{name} is empty")
+    if r.shape[-1] < min_n:
+        raise ValueError(f"{name}: need at least {min_n} samples per group, got {r.shape[-1]}")
     if not torch.isfinite(r).all():
         raise ValueError(f"{name} holds NaN or inf")
     return r

@@ -39,7 +39,7 @@ import numbers
 
 import torch
 
-from icml26.fidia.baselines import grpo_weights, rloo_weights
+from icml26.fidia.baselines import _rewards, grpo_weights, rloo_weights
 
 
 def log_binom(n: torch.Tensor | float, k: torch.Tensor | float) -> torch.Tensor:
@@ -53,22 +53,12 @@ def log_binom(n: torch.Tensor | float, k: torch.Tensor | float) -> torch.Tensor:
 
 
 def _check(rewards: torch.Tensor, N: int, name: str = "rewards") -> torch.Tensor:
-    rewards = torch.as_tensor(rewards)
-    if not torch.is_floating_point(rewards):
-        rewards = rewards.double()
-    if rewards.ndim not in (1, 2):
-        raise ValueError(f"{name} must be (n,) or (groups, n), got shape {tuple(rewards.shape)}")
-    n = rewards.shape[-1]
-    if n == 0:
-        raise ValueError(f"{name} is empty")
     if isinstance(N, bool) or not isinstance(N, numbers.Integral) or N < 1:
         raise ValueError(f"N must be a positive int, got {N!r}")
-    N = int(N)
-    if n < N:
-        raise ValueError(f"need n >= N samples per group, got n = {n} < N = {N}")
-    if not torch.isfinite(rewards).all():
-        raise ValueError(f"{name} holds NaN or inf")
-    return rewards
+    n = torch.as_tensor(rewards).shape[-1:]
+    if n and 0 < n[0] < N:
+        raise ValueError(f"need n >= N samples per group, got n = {n[0]} < N = {N}")
+    return _rewards(rewards, name, min_n=int(N))
 
 
 def _coefficients(n: int, N: int, device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -97,7 +97,11 @@ class DesignabilityProxy:
 def check_sequences(seqs, length: int) -> torch.Tensor:
     """``seqs`` as an (n, ``length``) int64 CPU tensor of residue indices into ``ALPHABET``, or a
     named error: a float tensor or indices outside the alphabet are not sequences."""
-    seqs = torch.as_tensor(seqs)
+    try:
+        seqs = torch.as_tensor(seqs)
+    except (TypeError, ValueError, RuntimeError, OverflowError) as e:  # ragged, huge, not numbers
+        msg = f"seqs must be integer residue indices (icml26.fidia.encode): {e}"
+        raise TypeError(msg) from None
     if seqs.is_floating_point() or seqs.is_complex() or seqs.dtype == torch.bool:
         raise TypeError(f"seqs must be integer residue indices (icml26.fidia.encode), got "
                         f"{seqs.dtype}")  # fmt: skip
