@@ -166,3 +166,59 @@ def test_configs_and_models_name_bad_sizes_and_parts():
     assert_rejects(lambda: MultiScaleRQ("x"), "TokenizerConfig")
     assert_rejects(lambda: VARTransformer("tok"), "MultiScaleRQ")
     assert_rejects(lambda: VARTransformer(MultiScaleRQ(), {"d_model": 64}), "VARConfig")
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from icml26.testing.strategies import (  # noqa: E402
+    empty,
+    non_finite,
+    out_of_range,
+    wrong_dtype,
+    wrong_rank,
+)
+from icml26.varsr.data import RANGE_SLACK  # noqa: E402
+
+DRAWS = settings(max_examples=25, deadline=None)
+
+
+def _in_unit_range(x: torch.Tensor) -> torch.Tensor:
+    """The finite pixels moved into (0, 1), NaN / inf kept: each draw then breaks only the rule
+    its strategy is about (a randn image would be refused for its range first)."""
+    return torch.where(torch.isfinite(x), x.sigmoid(), x)
+
+
+def _filled(v: float) -> torch.Tensor:
+    return torch.full((3, 4, 4), v, dtype=torch.float64)  # float64: no overflow at 1e300
+
+
+BAD_IMAGES = st.one_of(
+    non_finite((None, 3, 4, 4)).map(_in_unit_range),
+    non_finite((3, 4, 4)).map(_in_unit_range),
+    wrong_dtype((3, 4, 4)),
+    empty((None, 3, 4, 4)),
+    wrong_rank((None, 3, 4, 4)).filter(lambda x: x.ndim == 5).map(_in_unit_range),
+    out_of_range(-RANGE_SLACK, 1 + RANGE_SLACK).map(_filled),
+)
+
+
+@DRAWS
+@given(image=BAD_IMAGES)
+def test_every_image_entry_point_names_a_bad_image(image):
+    assert_rejects(lambda: upscale(ESPCN(), image), "lr")
+    assert_rejects(lambda: ESPCN()(image), "lr")
+    assert_rejects(lambda: downsample(image, 2), "image")
+    assert_rejects(lambda: bicubic_up(image, 2), "image")
+    assert_rejects(lambda: check_image(image, "hr"), "hr")
+    assert_rejects(lambda: MultiScaleRQ(TokenizerConfig()).encode(image), "x")
+
+
+@DRAWS
+@given(scale=out_of_range(1, None, integer=True), count=out_of_range(1, None, integer=True))
+def test_every_bad_scale_tile_and_batch_is_named(scale, count):
+    image = torch.rand(3, 8, 8)
+    assert_rejects(lambda: bicubic_up(image, scale), "scale")
+    assert_rejects(lambda: downsample(image, scale), "scale")
+    assert_rejects(lambda: upscale(ESPCN(), image, batch=count), "batch")
+    assert_rejects(lambda: upscale(ESPCN(), image, tile=count), "tile")

@@ -111,7 +111,7 @@ def check_image(x: torch.Tensor, name: str = "image", multiple: int = 1) -> torc
 
 def downsample(x: torch.Tensor, scale: int) -> torch.Tensor:
     """Antialiased bicubic downsampling by an integer ``scale``, rounded to 8-bit levels."""
-    x = check_image(x, multiple=scale)
+    x = check_image(x, multiple=_check_scale(scale))
     y = F.interpolate(x, scale_factor=1 / scale, mode="bicubic", antialias=True,
                       align_corners=False)  # fmt: skip
     return (y.clamp(0, 1) * 255).round() / 255

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from icml26.testing.checks import integer
 from icml26.varsr.data import check_image
 
 
@@ -39,6 +40,8 @@ def upscale(model, lr: torch.Tensor, tile: int | None = None, batch: int = 256,
     callable mapping LR images to 4x images (ESPCN: the whole image at once unless ``tile`` is
     given). Returns (B, 3, 4H, 4W), or with ``return_scales`` (VAR only) {2: x2, 4: x4}."""
     lr = check_image(lr, "lr")
+    batch = integer("batch", batch, low=1)
+    tile = None if tile is None else integer("tile", tile, low=1)
     if hasattr(model, "generate"):
         if tile not in (None, model.lr_side):
             raise ValueError(
