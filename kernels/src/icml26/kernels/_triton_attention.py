@@ -34,7 +34,7 @@ import triton.language as tl
 
 from icml26.kernels._triton_common import INTERPRET as _INTERPRET
 from icml26.kernels._triton_common import program_id64, tuned
-from icml26.kernels.attention import check_attention_inputs
+from icml26.kernels.attention import check_attention_inputs, check_scale
 
 _LOG2E = 1.4426950408889634
 
@@ -478,5 +478,6 @@ def softmax_attention_triton(
     check_attention_inputs(q, k, v)
     if q.dtype == torch.float64:
         raise TypeError("the Triton attention computes in fp32: use the reference for fp64")
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scale = check_scale(scale)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     return _SoftmaxAttention.apply(q, k, v, bool(causal), scale)

@@ -33,7 +33,7 @@ import triton.language as tl
 from icml26.kernels._triton_common import INTERPRET as _INTERPRET
 from icml26.kernels._triton_common import program_id64, tuned
 from icml26.kernels.attention import check_attention_inputs as check_lucid_inputs
-from icml26.kernels.attention import check_decode_inputs, compute_dtype
+from icml26.kernels.attention import check_decode_inputs, check_scale, compute_dtype
 
 
 @triton.jit
@@ -735,7 +735,8 @@ def lucid_decode_triton(
     B, H, D = q.shape
     H_kv, N = k_cache.shape[1], k_cache.shape[2]
     G = H // H_kv
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = check_scale(scale)
+    scale = 1.0 / math.sqrt(D) if scale is None else scale
     # (B, H, D) -> (B, H_kv, G, D): query head h_kv * G + g belongs to KV head h_kv
     q4 = q.reshape(B, H_kv, G, D)
     if q4.stride(-1) != 1:

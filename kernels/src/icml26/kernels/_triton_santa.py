@@ -21,10 +21,12 @@ import triton.language as tl
 
 from icml26.kernels._triton_common import INTERPRET as _INTERPRET
 from icml26.kernels._triton_common import program_id64, tuned
+from icml26.kernels.attention import check_scale
 from icml26.kernels.santa import (
     SantaOutput,
     TileStats,
     check_santa_inputs,
+    check_seed,
     fixed_budget,
     key_ranges,
     offsets,
@@ -239,6 +241,8 @@ def santa_decode_triton(
 ):
     """SANTA decode on the Triton kernels; same arguments and result as the reference."""
     check_santa_inputs(q, k, v, num_samples, mode, block_n)
+    check_seed(seed)
+    scale = check_scale(scale)
     if mode == "iid":  # the textbook estimator has no tiled kernel: it is the reference
         return santa_decode_reference(
             q, k, v, num_samples, mode, block_n, seed, scale, bernoulli_scores, return_counts,

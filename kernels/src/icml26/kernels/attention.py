@@ -15,6 +15,9 @@ and values, ``H % H_kv == 0``:
   (T, T) matrix is stored in either direction. Half-precision inputs accumulate in fp32.
 """
 
+import math
+import numbers
+
 import torch
 import torch.nn.functional as F
 
@@ -40,6 +43,21 @@ def check_tensor(name: str, t, ndim: int, scan: bool = True) -> None:
         and not torch.isfinite(t).all()
     ):
         raise ValueError(f"{name} contains NaN or infinite values")
+
+
+def check_scale(scale) -> float | None:
+    """``scale`` as a float: ``None`` (the default ``1 / sqrt(D)``) or a finite number > 0. NaN,
+    inf, 0 or a negative scale would run and give silent nonsense (uniform or reversed
+    attention); ``True`` would run as 1."""
+    if scale is None:
+        return None
+    if (
+        isinstance(scale, bool)
+        or not isinstance(scale, numbers.Real)
+        or not (math.isfinite(scale) and scale > 0)
+    ):
+        raise ValueError(f"scale must be None (1 / sqrt(D)) or a finite number > 0, got {scale!r}")
+    return float(scale)
 
 
 def check_attention_inputs(
@@ -87,6 +105,7 @@ def softmax_attention_reference(
     """``softmax(Q K^T scale + causal mask) V``; q (B, H, T, D), k and v (B, H_kv, T, D);
     (B, H, T, D) in q's dtype. ``scale`` defaults to ``1 / sqrt(D)``."""
     check_attention_inputs(q, k, v)
+    scale = check_scale(scale)
     heads = q.shape[1]
     return F.scaled_dot_product_attention(
         q, expand_kv(k, heads), expand_kv(v, heads), is_causal=causal, scale=scale

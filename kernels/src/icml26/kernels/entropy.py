@@ -28,6 +28,7 @@ int32 tensor of 16-bit words with ``starts`` (lanes + 1 offsets).
   fast CPU path.
 """
 
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -52,8 +53,9 @@ def quantize_frequencies(counts, prob_bits: int = 12) -> torch.Tensor:
     counts = torch.as_tensor(counts, dtype=torch.float64)
     if counts.dim() != 1 or counts.numel() == 0 or (counts < 0).any():
         raise ValueError("counts must be a non-empty 1-D array of non-negative numbers")
-    if not 1 <= prob_bits <= 16:
-        raise ValueError(f"prob_bits must be in [1, 16], got {prob_bits}")
+    if not torch.isfinite(counts).all():
+        raise ValueError("counts must be finite, got NaN or inf")
+    _check_prob_bits(prob_bits)
     M = 1 << prob_bits
     present = counts > 0
     if int(present.sum()) > M:
@@ -77,6 +79,13 @@ def quantize_frequencies(counts, prob_bits: int = 12) -> torch.Tensor:
     return freqs.to(torch.int64)
 
 
+def _check_prob_bits(prob_bits) -> None:
+    if isinstance(prob_bits, bool) or not isinstance(prob_bits, numbers.Integral):
+        raise ValueError(f"prob_bits must be an int in [1, 16], got {prob_bits!r}")
+    if not 1 <= prob_bits <= 16:
+        raise ValueError(f"prob_bits must be an int in [1, 16], got {prob_bits!r}")
+
+
 def _check_freqs(freqs: torch.Tensor, prob_bits: int | None = None) -> int:
     """The table's precision ``log2(sum(freqs))``. On the CPU the sum is read and checked; a
     table on a device with ``prob_bits`` given is taken at its word (it was validated where it
@@ -92,8 +101,8 @@ def _check_freqs(freqs: torch.Tensor, prob_bits: int | None = None) -> int:
         )
     ):
         raise TypeError("freqs must be a 1-D int32/int64 tensor")
-    if prob_bits is not None and (not isinstance(prob_bits, int) or not 1 <= prob_bits <= 16):
-        raise ValueError(f"prob_bits must be an int in [1, 16], got {prob_bits!r}")
+    if prob_bits is not None:
+        _check_prob_bits(prob_bits)
     if prob_bits is not None and freqs.device.type != "cpu":
         return prob_bits
     total = int(freqs.sum())
@@ -108,15 +117,18 @@ def _check_freqs(freqs: torch.Tensor, prob_bits: int | None = None) -> int:
 
 def rans_encode(symbols, freqs: torch.Tensor, lanes: int = 32) -> RansStreams:
     """Encode ``symbols`` (1-D ints in [0, A)) with ``freqs`` into ``lanes`` interleaved streams."""
+    if isinstance(lanes, bool) or not isinstance(lanes, numbers.Integral) or lanes < 1:
+        raise ValueError(f"lanes must be an integer >= 1, got {lanes!r}")
     prob_bits = _check_freqs(freqs)
-    sym = np.asarray(torch.as_tensor(symbols).cpu(), dtype=np.int64).ravel()
+    symbols = torch.as_tensor(symbols)
+    if symbols.is_floating_point() or symbols.is_complex() or symbols.dtype == torch.bool:
+        raise TypeError(f"symbols must be integers in [0, A), got {symbols.dtype}")
+    sym = np.asarray(symbols.cpu(), dtype=np.int64).ravel()
     f = freqs.cpu().numpy().astype(np.int64)
     if sym.size and (sym.min() < 0 or sym.max() >= f.size):
         raise ValueError(f"symbols must be in [0, {f.size}), got [{sym.min()}, {sym.max()}]")
     if sym.size and (f[sym] == 0).any():
         raise ValueError("a symbol to encode has frequency 0")
-    if lanes < 1:
-        raise ValueError(f"lanes must be >= 1, got {lanes}")
     c = np.concatenate([[0], np.cumsum(f)[:-1]])
     x_max_unit = 1 << (32 - prob_bits)
     # All lanes advance together, one symbol each per step (vectorised over lanes; the loop runs

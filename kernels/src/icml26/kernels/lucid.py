@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from icml26.kernels.attention import (
     check_attention_inputs,
     check_decode_inputs,
+    check_scale,
     check_tensor,
     compute_dtype,
     expand_kv,
@@ -96,6 +97,7 @@ def lucid_attention_reference(
     """
     check_lucid_inputs(q, k, v, scan_kv=False)  # the solve scans k and v
     _require_causal(causal)
+    scale = check_scale(scale)
     ct = compute_dtype(q.dtype)
     vp = lucid_solve_reference(k, v)  # (B, H_kv, T, D)
     heads, T = q.shape[1], q.shape[2]
@@ -122,6 +124,7 @@ def lucid_decode_reference(
     v'_t (B, H_kv, D) in the solve's precision, to append to the cache).
     """
     check_decode_inputs(q, k_cache, vp_cache, k_new, v_new)
+    scale = check_scale(scale)
     ct = compute_dtype(q.dtype)
     B, H, d = q.shape
     H_kv, N = k_cache.shape[1], k_cache.shape[2]
@@ -284,6 +287,7 @@ def lucid_attention(
     """
     check_lucid_inputs(q, k, v, scan_kv=False)  # the solve scans k and v
     _require_causal(causal)
+    check_scale(scale)  # before the solve, not after it
     vp = lucid_solve(k, v)
     out = softmax_attention(q.to(vp.dtype), k.to(vp.dtype), vp, causal=causal, scale=scale)
     return out.to(q.dtype)

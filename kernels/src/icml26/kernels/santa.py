@@ -40,6 +40,7 @@ from typing import Literal, NamedTuple
 
 import torch
 
+from icml26.kernels.attention import check_scale
 from icml26.kernels.dispatch import register_op
 
 Mode = Literal["iid", "systematic", "tile_fixed", "tile_prop"]
@@ -52,6 +53,19 @@ class SantaOutput(NamedTuple):
 
     out: torch.Tensor
     rows_read: torch.Tensor
+
+
+MAX_SAMPLES = 2**31 - 1
+"""The most draws per head: counts are int32 on the device."""
+
+
+def check_seed(seed) -> None:
+    """An int (not a bool) or a device tensor holding one (see the module docstring)."""
+    if isinstance(seed, torch.Tensor):
+        if seed.numel() != 1 or seed.is_floating_point() or seed.is_complex():
+            raise ValueError(f"seed must be an int or a one-element integer tensor, got {seed!r}")
+    elif isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int, got {seed!r}")
 
 
 def check_santa_inputs(q, k, v, num_samples, mode, block_n) -> None:
@@ -75,11 +89,15 @@ def check_santa_inputs(q, k, v, num_samples, mode, block_n) -> None:
         raise ValueError(f"query heads ({Hq}) must be a multiple of KV heads ({Hkv})")
     if N == 0:
         raise ValueError("the KV cache is empty (N = 0)")
-    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
-        raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}")
+    if (
+        isinstance(num_samples, bool)
+        or not isinstance(num_samples, int)
+        or not 1 <= num_samples <= MAX_SAMPLES
+    ):
+        raise ValueError(f"num_samples must be an integer in [1, 2^31 - 1], got {num_samples!r}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if not isinstance(block_n, int) or block_n < 1:
+    if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n < 1:
         raise ValueError(f"block_n must be a positive integer, got {block_n!r}")
     # Only the query is scanned here, and only on the CPU: on a GPU a scan synchronises, and a
     # scan of K and V would read all of V, the tensor SANTA exists not to read. The reference
@@ -313,6 +331,7 @@ def expected_output(q, k, v, num_samples, mode, block_n=64, scale=None, key_star
     """``E[o^]`` (B, H_q, D) float64, exactly (see ``expected_weights``): compare it with the
     dense output to measure the estimator's bias without sampling noise."""
     check_santa_inputs(q, k, v, num_samples, mode, block_n)
+    scale = check_scale(scale)
     B, Hq, D = q.shape
     Hkv, N = k.shape[1], k.shape[2]
     s = _scores(q, k, 1.0 / math.sqrt(D) if scale is None else scale)
@@ -351,6 +370,8 @@ def santa_decode_reference(
         SantaOutput(out (B, H_q, D), rows_read (B, H_kv)) [, counts].
     """
     check_santa_inputs(q, k, v, num_samples, mode, block_n)
+    check_seed(seed)
+    scale = check_scale(scale)
     B, Hq, D = q.shape
     Hkv, N = k.shape[1], k.shape[2]
     scale = 1.0 / math.sqrt(D) if scale is None else scale
