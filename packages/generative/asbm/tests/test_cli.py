@@ -3,7 +3,7 @@ import torch
 
 from icml26.asbm.cli import main
 from icml26.asbm.study import DemoConfig
-from icml26.asbm.verdict import BASELINES, CONTROL_ARM, verdict
+from icml26.asbm.verdict import BASELINES, CONTROL_ARM, DATA_FLOOR, TRIVIAL_ARM, verdict
 from icml26.testing import run_cli, validate_results
 from icml26.testing.results import demo_command
 
@@ -19,15 +19,14 @@ def test_quick_demo_writes_valid_results(tmp_path, monkeypatch):
     assert results["package"] == "icml26-asbm"
     assert results["quick"] is True and results["verdict"] == "smoke"
     # moons only, one seed: a row per step count 1, 2, 4, 8, 20 and one for the distilled
-    # generator, and the two controls
-    assert len(results["claims"]) == 6 and len(results["controls"]) == 2
+    # generator, and the three controls
+    assert len(results["claims"]) == 6 and len(results["controls"]) == 3
     assert results["protocol"] == "official"
-    assert set(results["problems"]["moons"]["metrics"]) >= {*BASELINES, CONTROL_ARM}
+    arms = {*BASELINES, CONTROL_ARM, TRIVIAL_ARM, DATA_FLOOR}
+    assert set(results["problems"]["moons"]["metrics"]) >= arms
     compute = results["problems"]["moons"]["seeds"][0]["compute"]
-    for label in BASELINES:  # equal gradient steps
+    for label in (*BASELINES, CONTROL_ARM):  # equal gradient steps, the control arm's too
         assert compute[label]["gradient steps"] == compute["ASBM"]["gradient steps"]
-    # the control arm is stage 2 alone: stage 2's steps (--quick: 200)
-    assert compute[CONTROL_ARM]["gradient steps"] == 200
     assert all(c["verdict"] == "smoke" for c in results["claims"])
     assert results["device"] == "cpu"
     assert results["config"]["command"] == "icml26-asbm demo --quick --device cpu"

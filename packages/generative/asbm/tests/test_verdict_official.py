@@ -8,24 +8,29 @@ import random
 from icml26.asbm.verdict import (
     BASELINES,
     CONTROL_ARM,
+    DATA_FLOOR,
+    TRIVIAL_ARM,
     VERDICT_STEPS,
     prior_match_name,
     stage2_name,
+    trivial_name,
     verdict,
 )
 
 STEPS = [str(k) for k in VERDICT_STEPS]
 
 
-def _seed(asbm, best, distilled, control=0.1, matched=3) -> dict:
+def _seed(asbm, best, distilled, control=0.1, matched=3, gaussian=2.0) -> dict:
     """One seed: ASBM at ``asbm`` at every step count, OT-CFM at ``best``, CFM and the control
-    arm at ``control``, the other baselines far behind; stage 1 passed its rule at round
-    ``matched`` (None: never)."""
+    arm at ``control``, the other baselines far behind, a Gaussian fit at ``gaussian``; stage 1
+    passed its rule at round ``matched`` (None: never)."""
     metrics = {"ASBM": {k: {"mmd": asbm, "sw2": 0.1} for k in STEPS}}
     metrics["ASBM distilled (1 step)"] = {"1": {"mmd": distilled, "sw2": 0.1}}
     for b in (*BASELINES, CONTROL_ARM):
         value = {"OT-CFM": best, "CFM": 0.1, CONTROL_ARM: control}.get(b, 1.0)
         metrics[b] = {k: {"mmd": value, "sw2": 0.2} for k in STEPS}
+    metrics[TRIVIAL_ARM] = {"1": {"mmd": gaussian, "sw2": 0.5}}
+    metrics[DATA_FLOOR] = {"1": {"mmd": 0.001, "sw2": 0.01}}
     rule = {"top_eigenvalue": 1.0, "prior_top_eigenvalue": 1.01, "radial_mean_error": 0.01,
             "radial_var_error": 0.02, "passed": matched is not None}  # fmt: skip
     return {"metrics": metrics, "stage 1 rounds": [{"round": 3, "prior_match": rule}],
@@ -55,9 +60,10 @@ def test_rows_per_problem_and_step_rest_on_both_controls():
     assert {c["verdict"] for c in claims} == {"reproduced"} and judged["verdict"] == "reproduced"
     assert "Score matching 1 (diff" in claims[0]["evidence"]
     names = [c["name"] for c in judged["controls"]]
-    assert names == [prior_match_name("moons"), stage2_name("moons"), prior_match_name("faces"),
-                     stage2_name("faces")]  # fmt: skip
+    assert names == [f(p) for p in ("moons", "faces")
+                     for f in (prior_match_name, stage2_name, trivial_name)]  # fmt: skip
     assert all(c["passed"] for c in judged["controls"])
+    assert "the metric's floor here) 0.001" in judged["controls"][2]["evidence"]
 
 
 def test_a_stage_1_that_never_meets_the_rule_leaves_its_problem_untestable():
@@ -113,3 +119,16 @@ def test_verdict_is_pure_and_the_null_world_does_not_reproduce():
         assert "partly" not in verdicts
         hits += verdicts.count("reproduced")
     assert hits / (20 * len(VERDICT_STEPS)) < 0.05
+
+
+def test_asbm_no_better_than_a_gaussian_fit_fails_the_trivial_control():
+    results = _results()
+    results["problems"]["moons"] = _problem(gaussian=0.05)  # a Gaussian ties ASBM at 100 steps
+    judged = verdict(results)
+    by = {c["name"]: c for c in judged["controls"]}
+    assert by[trivial_name("moons")]["passed"] is False
+    assert by[trivial_name("faces")]["passed"] is True
+    assert "ASBM at 100 steps 0.05, Gaussian fit 0.05" in by[trivial_name("moons")]["evidence"]
+    moons = [c for c in judged["claims"] if c["claim"].startswith("moons")]
+    assert {c["verdict"] for c in moons} == {"untestable here"}
+    assert all(trivial_name("moons") in c["controls"] for c in moons)

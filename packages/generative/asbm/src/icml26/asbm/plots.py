@@ -23,6 +23,9 @@ def plot_quality(problems: dict, path: Path) -> None:
             xs = [rows[s].get("network calls", int(s)) for s in steps]
             ys = [max(rows[s][key], 1e-5) for s in steps]
             err = [rows[s].get(f"{key} std", 0.0) for s in steps]
+            if xs == [0]:  # no network: a reference level (a Gaussian fit, the data's floor)
+                axes[0, j].axhline(ys[0], ls="--", lw=1, color=f"C{i}", label=label)
+                continue
             if len(steps) == 1:
                 axes[0, j].errorbar(xs, ys, yerr=err, marker="*", ms=12, color=f"C{i}",
                                     label=label, zorder=3, ls="none")  # fmt: skip

@@ -18,6 +18,7 @@ marginals. ``experiment`` trains and measures; ``verdict`` (pure) judges.
 import functools
 import hashlib
 import json
+import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -40,7 +41,7 @@ from icml26.asbm.metrics import (
 )
 from icml26.asbm.nets import MLP, TinyUNet
 from icml26.asbm.sde import VPSDE, GaussianEnergy
-from icml26.asbm.verdict import BASELINES, CONTROL_ARM
+from icml26.asbm.verdict import BASELINES, CONTROL_ARM, DATA_FLOOR, TRIVIAL_ARM
 from icml26.testing.command import DemoOptions
 from icml26.testing.files import atomic_write_text
 from icml26.testing.results import resolve_device, source_commit
@@ -313,16 +314,32 @@ def _run_seed(p: Problem, cfg: DemoConfig, seed: int) -> tuple[dict, dict]:
                "ASBM 20 steps": model.sample(64, 20, generator=g),
                "ASBM distilled": xd[:64]}  # fmt: skip
     for label in (*BASELINES, CONTROL_ARM):
-        # the control arm checks stage 2 itself: stage 2's steps; the baselines: ASBM's total
-        steps = p.budget.bridge_steps if label == CONTROL_ARM else spent["gradient steps"]
-        fm, compute[label] = _baseline(label, p, cfg, steps, seed)
+        # every arm gets ASBM's total gradient steps: the control arm is judged against CFM, so
+        # it trains for CFM's steps (stage 2's own steps would compare unequal budgets)
+        fm, compute[label] = _baseline(label, p, cfg, spent["gradient steps"], seed)
         results[label] = _evaluate(
             lambda k, fm=fm: fm.sample(n, k, generator=g, return_trajectory=True), p, cfg.steps
         )
         if label in BASELINES:
             samples[f"{label} 20 steps"] = fm.sample(64, 20, generator=g)
+    # the trivial generator and the metric's floor, scored the same way (no network calls)
+    for label, x in (
+        (TRIVIAL_ARM, _gaussian_fit(p.train, n, g)),
+        (DATA_FLOOR, p.train[torch.randperm(len(p.train), generator=g)[:n]]),
+    ):
+        results[label] = {"1": {**_scores(x, p), "straightness": 1.0, "network calls": 0}}
     measured = {"metrics": results, "compute": compute, "stage 1 rounds": rounds}
     return measured, {k: v.tolist() for k, v in samples.items()}
+
+
+def _gaussian_fit(train: torch.Tensor, n: int, g: torch.Generator) -> torch.Tensor:
+    """``n`` draws from N(mean, covariance) of ``train`` (flattened), exactly, in any dimension
+    (a rank-deficient covariance included): mean + (X - mean)^T z / sqrt(N - 1), z ~ N(0, I_N)."""
+    x = train.flatten(1).double().cpu()
+    mean = x.mean(0)
+    z = torch.randn(n, len(x), generator=g, dtype=torch.float64)
+    draws = mean + z @ (x - mean) / math.sqrt(len(x) - 1)
+    return draws.to(train.dtype).reshape(n, *train.shape[1:]).to(train.device)
 
 
 def _aggregate(per_seed: list[dict]) -> dict:
