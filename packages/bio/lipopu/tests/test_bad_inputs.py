@@ -50,6 +50,12 @@ def model():
     return PocketAttentionMIL().eval()
 
 
+def test_descriptors_of_another_dtype_than_the_weights_are_named(model):
+    residues = torch.zeros(2, 4, dtype=torch.long)
+    descriptors = torch.zeros(2, len(DESCRIPTORS), dtype=torch.float64)
+    assert_rejects(lambda: model(residues, descriptors), ["descriptors", "float64"])
+
+
 def test_nan_descriptors_are_refused_not_scored(model):
     residues = torch.zeros(2, 4, dtype=torch.long)
     descriptors = torch.zeros(2, len(DESCRIPTORS))

@@ -39,6 +39,12 @@ def test_the_sequential_baseline_names_a_bad_step_count_or_batch(denoiser):
     assert_rejects(lambda: sequential_sample(denoiser, torch.randn(1, 1, 8, 8), 0), "num_steps")
     assert_rejects(lambda: sequential_sample(denoiser, torch.randn(0, 1, 8, 8), 2), "noise")
     assert_rejects(lambda: PeRFlowWindows(0), "num_steps")
+    assert_rejects(lambda: sequential_sample(denoiser, torch.ones(1, 1, 8, 8).long(), 2), "noise")
+
+
+def test_the_sequential_baseline_runs_float64_noise_in_the_models_dtype(denoiser):
+    x = sequential_sample(denoiser, torch.randn(1, 1, 8, 8, dtype=torch.float64), 2)
+    assert x.dtype == next(denoiser.parameters()).dtype  # was a raw conv dtype error
 
 
 @pytest.mark.parametrize(

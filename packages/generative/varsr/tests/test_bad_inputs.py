@@ -222,3 +222,8 @@ def test_every_bad_scale_tile_and_batch_is_named(scale, count):
     assert_rejects(lambda: downsample(image, scale), "scale")
     assert_rejects(lambda: upscale(ESPCN(), image, batch=count), "batch")
     assert_rejects(lambda: upscale(ESPCN(), image, tile=count), "tile")
+
+
+def test_float64_images_run_in_the_models_dtype():
+    out = upscale(ESPCN(), torch.rand(3, 8, 8, dtype=torch.float64))  # was a raw conv error
+    assert out.shape == (1, 3, 32, 32) and out.dtype == torch.float32

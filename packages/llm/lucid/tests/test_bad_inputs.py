@@ -143,3 +143,10 @@ def test_hidden_states_of_every_bad_kind_are_named(x):
     """NaN / inf, a wrong rank, integer, boolean or complex values, or no rows."""
     attn = LucidAttention(16, 2)
     assert_rejects(lambda: attn(x), "x")
+
+
+def test_hidden_states_of_another_dtype_than_the_weights_are_named():
+    layer = LucidAttention(16, 2)
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    assert_rejects(lambda: layer(x), ["x is torch.float64", "layer.to"])  # was a raw matmul error
+    assert layer.double()(x).dtype == torch.float64

@@ -146,6 +146,11 @@ class PocketAttentionMIL(nn.Module):
             )
         if not descriptors.is_floating_point():
             raise TypeError(f"descriptors must be a floating-point tensor, got {descriptors.dtype}")
+        weight = next(self.parameters())
+        if descriptors.dtype != weight.dtype and not torch.is_autocast_enabled(weight.device.type):
+            raise TypeError(f"descriptors are {descriptors.dtype} but the model's weights are "
+                            f"{weight.dtype}: cast one to the other (descriptors.to("
+                            f"{weight.dtype}) or model.to({descriptors.dtype}))")  # fmt: skip
         if len(descriptors) == 0:
             raise ValueError("descriptors must hold at least one pocket (B >= 1), got 0 rows")
         if residues.ndim != 2 or residues.shape[0] != descriptors.shape[0]:

@@ -28,8 +28,13 @@ def sequential_sample(
     if not isinstance(noise, torch.Tensor) or noise.ndim < 2 or len(noise) == 0:
         raise ValueError(f"noise must be a (B, ...) tensor with B >= 1, got "
                          f"{tuple(getattr(noise, 'shape', ()))}")  # fmt: skip
+    if not noise.is_floating_point():
+        raise TypeError(f"noise must be a floating-point tensor, got {noise.dtype}")
     if guidance_scale is not None and (condition is None or uncond is None):
         raise ValueError("guidance_scale needs both condition and uncond")
+    weight = next(model.parameters(), None) if isinstance(model, torch.nn.Module) else None
+    if weight is not None and weight.is_floating_point():
+        noise = noise.to(weight.dtype)  # the model's dtype, as StreamPipeline.generate runs it
     model = _guided(model, guidance_scale, condition, uncond)
     x = noise
     if scheduler is None:

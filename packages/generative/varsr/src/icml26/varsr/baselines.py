@@ -26,5 +26,5 @@ class ESPCN(nn.Module):
         )  # fmt: skip
 
     def forward(self, lr: torch.Tensor) -> torch.Tensor:
-        lr = check_image(lr, "lr")
+        lr = check_image(lr, "lr").to(self.body[0].weight.dtype)  # images convert losslessly
         return (bicubic_up(lr, self.scale) + self.body(lr * 2 - 1)).clamp(0, 1)

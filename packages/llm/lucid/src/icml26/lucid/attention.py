@@ -320,6 +320,10 @@ class LucidAttention(nn.Module):
         positions restarting at 0."""
         if not x.is_floating_point():
             raise TypeError(f"x must be a floating-point tensor of hidden states, got {x.dtype}")
+        weight = self.q_proj.weight
+        if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(f"x is {x.dtype} but the layer's weights are {weight.dtype}: "
+                            f"use x.to({weight.dtype}) or layer.to({x.dtype})")  # fmt: skip
         if x.dim() != 3 or x.shape[-1] != self.dim or x.shape[0] == 0 or x.shape[1] == 0:
             raise ValueError(f"x must have shape (B, T, {self.dim}) with B, T >= 1, got "
                              f"{tuple(x.shape)}")  # fmt: skip
