@@ -92,6 +92,9 @@ def test_searches_name_a_bad_budget_or_method(level, tmp_path):
     assert_rejects(lambda: lts(level, ev, 0), "budget")
     assert_rejects(lambda: phs_star(level, ev, -1), "budget")
     assert_rejects(lambda: sqrt_lts(level, ev, HeuristicRerooter(), 0), "budget")
+    for budget in (2.5, True, float("nan")):  # 2.5 and True ran as 3 and 1 expansions
+        assert_rejects(lambda b=budget: lts(level, ev, b), "budget")
+        assert_rejects(lambda b=budget: lts(level, ev, 10, batch_size=b), "batch_size")
     assert_rejects(lambda: run_search("bfs", level, ev, 10), "method")
     assert_rejects(lambda: replay(level, [-1]), "actions")
     assert not is_solution(level, [99])  # documented: an invalid sequence is not a solution

@@ -201,7 +201,7 @@ GOLDEN = {"lts": 20000, "phs_star": 15065, "sqrt_lts_h": 344}
 def test_bad_inputs_are_clear_errors():
     env = bundled_levels("test")[0]
     guide = UniformPolicy()
-    with pytest.raises(ValueError, match="budget must be >= 1"):
+    with pytest.raises(ValueError, match="budget must be an integer >= 1"):
         lts(env, guide, 0)
     with pytest.raises(ValueError, match="cost must be"):
         lts(env, guide, 10, cost="d")

@@ -43,6 +43,21 @@ def problem(B=2, n=3, A=4):
     return q, torch.randn(B, len(edges), A, A), edges
 
 
+@pytest.mark.parametrize(
+    "edges",
+    [
+        torch.tensor([[0, 1], [1, 5]]),  # agent 5 of 3: was a raw IndexError
+        torch.tensor([[0.0, 1.0], [1.0, 2.0]]),  # float pairs: was a raw RuntimeError
+        torch.tensor([[0, 0], [1, 2]]),  # a self-loop: ran silently
+        torch.tensor([0, 1]),
+    ],
+)
+def test_max_sum_and_q_tot_name_bad_edges(edges):
+    q, f, _ = problem()
+    assert_rejects(lambda: max_sum(q, f, edges), "edges")
+    assert_rejects(lambda: q_tot(q, f, edges, torch.zeros(2, 3, dtype=torch.long)), "edges")
+
+
 @pytest.mark.parametrize("poison", [math.nan, math.inf])
 def test_max_sum_refuses_non_finite_utilities_and_payoffs(poison):
     q, f, edges = problem()

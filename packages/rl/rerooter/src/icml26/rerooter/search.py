@@ -40,6 +40,7 @@ import numpy as np
 
 from icml26.rerooter.environment import Environment
 from icml26.rerooter.evaluators import Evaluator, check_output
+from icml26.testing.checks import integer, number
 
 Terms = list[tuple[float, float]]
 
@@ -215,12 +216,10 @@ Priority = Literal["d_pi", "slenderness", "phs_star", "rerooted"]
 def _validate(env: Environment, budget: int, batch_size: int, mix_epsilon: float) -> None:
     if not isinstance(env, Environment):
         raise TypeError(f"env must implement the Environment protocol, got {type(env).__name__}")
-    if budget < 1:
-        raise ValueError(f"budget must be >= 1 expansion, got {budget}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if not 0.0 <= mix_epsilon < 1.0:
-        raise ValueError(f"mix_epsilon must be in [0, 1), got {mix_epsilon}")
+    # 2.5 or True would run as 3 or 1 expansions: counts must be integers
+    integer("budget", budget, low=1)
+    integer("batch_size", batch_size, low=1)
+    number("mix_epsilon", mix_epsilon, low=0.0, below=1.0)
 
 
 def best_first_search(

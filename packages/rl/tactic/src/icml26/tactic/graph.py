@@ -84,6 +84,21 @@ def select_edges(
     return mask
 
 
+def _check_edges(edges, n: int) -> None:
+    """edges (E, 2): integer pairs of two different agents in [0, n) (an index outside it was a
+    raw IndexError, float edges a raw RuntimeError, a self-loop ran silently)."""
+    if not isinstance(edges, torch.Tensor) or edges.dtype not in (torch.int64, torch.int32):
+        got = edges.dtype if isinstance(edges, torch.Tensor) else type(edges).__name__
+        raise TypeError(f"edges must be an (E, 2) integer tensor of agent pairs, got {got}")
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise ValueError(f"edges must have shape (E, 2), got {tuple(edges.shape)}")
+    if edges.numel() and (int(edges.min()) < 0 or int(edges.max()) >= n):
+        raise ValueError(f"edges must index the {n} agents in [0, {n}), got values in "
+                         f"[{int(edges.min())}, {int(edges.max())}]")  # fmt: skip
+    if bool((edges[:, 0] == edges[:, 1]).any()):
+        raise ValueError("edges must join two different agents, got a self-loop")
+
+
 def _check_factors(q, f, edges) -> tuple[int, int, int]:
     """Utilities q (B, n, A) and payoffs f (B, E, A, A): real, finite, non-empty; (B, n, A)."""
     for name, x, rank in (("utilities q", q, 3), ("payoffs f", f, 4)):
@@ -93,6 +108,7 @@ def _check_factors(q, f, edges) -> tuple[int, int, int]:
         if x.ndim != rank or x.numel() == 0:
             raise ValueError(f"{name} must be a non-empty {rank}-D tensor, got {tuple(x.shape)}")
     B, n, A = q.shape
+    _check_edges(edges, n)
     E = edges.shape[0]
     if f.shape != (B, E, A, A):
         raise ValueError(f"payoffs must have shape {(B, E, A, A)}, got {tuple(f.shape)}")
