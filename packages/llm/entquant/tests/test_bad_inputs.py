@@ -135,3 +135,7 @@ def test_weight_matrices_of_every_bad_kind_are_named(w):
 @given(lam=out_of_range(0.0, None))
 def test_every_bad_lambda_is_named(lam):
     assert_rejects(lambda: quantize_linear(torch.randn(4, 8), lam, "int8", max_iter=2), "lam")
+
+
+def test_a_boolean_lambda_is_refused():
+    assert_rejects(lambda: quantize_linear(torch.randn(4, 8), True), "lam")  # ran as lambda 1

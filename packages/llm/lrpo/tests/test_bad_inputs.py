@@ -21,7 +21,14 @@ RETURNED = {
 
 @pytest.mark.parametrize(
     "topic, key",
-    [("add", (9, 99)), ("add", (-1, 2)), ("sub", (1, 3)), ("count", (2, 0)), ("count", ())],
+    [
+        ("add", (9, 99)),
+        ("add", (-1, 2)),
+        ("sub", (1, 3)),
+        ("count", (2, 0)),
+        ("count", ()),
+        ("add", (2.0, 3)),
+    ],  # a float operand found the key (2, 3) and printed "2.0 plus 3"
 )
 def test_make_question_rejects_operands_outside_the_task(topic, key):
     assert_rejects(lambda: make_question(topic, "en", key), "key")

@@ -34,6 +34,13 @@ def test_linear_td_constructor(args, names):
     assert_rejects(lambda: LinearTD(*args), names)
 
 
+def test_an_update_names_a_reward_or_feature_that_is_not_numbers():
+    td, phi = LinearTD(3, 0.9, schedule=0.1), torch.eye(3)[0]
+    assert_rejects(lambda: td.update(phi, "1", phi), "r")  # was "new(): invalid data type 'str'"
+    assert_rejects(lambda: td.update(phi, 1.0, "x"), "phi_next")
+    assert_rejects(lambda: td.update([[0, "a", 1]], 1.0, phi), "phi")
+
+
 from icml26.td import (  # noqa: E402
     Arm,
     ConstantStepSize,

@@ -63,6 +63,12 @@ def test_demo_bad_config_is_a_clear_error(tmp_path):
     assert not (tmp_path / "results.json").exists()
 
 
+def test_a_bad_state_count_is_named_not_the_start_state(tmp_path, capsys):
+    assert main(["demo", "--n-states", "-5", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("n_states must be an integer >= 2, got -5")  # was about start_state
+
+
 def test_bench_reports_a_ratio():
     out = run_cli(
         "icml26.td",

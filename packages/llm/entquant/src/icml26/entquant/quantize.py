@@ -168,7 +168,9 @@ def quantize_linear(
     w = check_weight(w)
     if qtype not in QTYPES:
         raise ValueError(f"qtype must be one of {sorted(QTYPES)}, got {qtype!r}")
-    if not (isinstance(lam, int | float) and math.isfinite(lam) and lam >= 0):
+    if isinstance(lam, bool) or not (
+        isinstance(lam, int | float) and math.isfinite(lam) and lam >= 0
+    ):
         raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
     if max_iter < 0:
         raise ValueError(f"max_iter must be >= 0, got {max_iter}")

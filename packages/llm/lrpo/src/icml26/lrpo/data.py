@@ -19,6 +19,7 @@ the pretraining corpus (``pretraining_mix``): some get many examples, some few.
 
 from __future__ import annotations
 
+import numbers
 import random
 from dataclasses import dataclass
 from functools import cache
@@ -163,8 +164,9 @@ def make_question(topic: str, language: str, key: tuple[int, ...]) -> Question:
     check_topic(topic)
     if not isinstance(key, tuple | list):
         raise TypeError(f"key must be a tuple of operands, got {type(key).__name__}")
-    if any(isinstance(v, bool) for v in key):  # True == 1 would find the key (1, ...) in the set
-        raise TypeError(f"key must hold integer operands, got booleans in {tuple(key)!r}")
+    # True == 1 and 2.0 == 2 would find the keys (1, ...) and (2, ...) in the set
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in key):
+        raise TypeError(f"key must hold integer operands, got {tuple(key)!r}")
     if tuple(key) not in _keys(topic):
         raise ValueError(
             f"key {tuple(key)!r} is not a {topic!r} question of this task: {_RANGES[topic]}"

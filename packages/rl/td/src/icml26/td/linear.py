@@ -28,22 +28,31 @@ from icml26.td.schedules import ExponentialStepSize, StepSizeSchedule
 from icml26.testing.checks import number
 
 
+def _tensor(name: str, x, **kw) -> torch.Tensor:
+    """``torch.as_tensor(x, **kw)``, or a TypeError that names the argument (a string reward
+    was "new(): invalid data type 'str'")."""
+    try:
+        return torch.as_tensor(x, **kw)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(f"{name} must be numbers (a tensor or array), got {x!r:.60}: {e}") from None
+
+
 def _batch(phi, r, phi_next, done) -> tuple[torch.Tensor, ...]:
-    phi = torch.as_tensor(phi)
+    phi = _tensor("phi", phi)
     if phi.ndim == 1:  # one transition
         phi = phi[None]
     if phi.ndim != 2 or phi.shape[0] == 0:
         raise ValueError(f"phi must be (B, d) features of B >= 1 states, got {tuple(phi.shape)}")
     B, d = phi.shape
-    phi_next = torch.as_tensor(phi_next, device=phi.device, dtype=phi.dtype)
+    phi_next = _tensor("phi_next", phi_next, device=phi.device, dtype=phi.dtype)
     if phi_next.shape[-1:] != (d,) or phi_next.numel() != B * d:
         raise ValueError(f"phi_next must be ({B}, {d}) like phi, got {tuple(phi_next.shape)}")
     phi_next = phi_next.reshape(B, d)
-    r = torch.as_tensor(r, device=phi.device, dtype=phi.dtype).reshape(-1)
+    r = _tensor("r", r, device=phi.device, dtype=phi.dtype).reshape(-1)
     done = (
         torch.zeros(B, device=phi.device, dtype=phi.dtype)
         if done is None
-        else torch.as_tensor(done, device=phi.device).reshape(-1).to(phi.dtype)
+        else _tensor("done", done, device=phi.device).reshape(-1).to(phi.dtype)
     )
     if phi_next.shape[0] != B or r.shape[0] != B or done.shape[0] != B:
         raise ValueError(
@@ -76,7 +85,7 @@ def td0_update(
     eta = number("eta", eta, above=0)
     reg = number("reg", reg, low=0)
     phi, r, phi_next, done = _batch(
-        torch.as_tensor(phi, device=theta.device, dtype=theta.dtype), r, phi_next, done
+        _tensor("phi", phi, device=theta.device, dtype=theta.dtype), r, phi_next, done
     )
     if phi.shape[1] != theta.shape[-1]:
         raise ValueError(f"features have d = {phi.shape[1]}, theta has {theta.shape[-1]}")

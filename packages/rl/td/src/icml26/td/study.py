@@ -43,6 +43,7 @@ from icml26.td.gym_problems import gymnasium_mrp
 from icml26.td.problems import MarkovRewardProcess, boyan_chain, garnet_mdp
 from icml26.td.rates import loglog_slope
 from icml26.td.td import td0_grid
+from icml26.testing.checks import integer
 from icml26.testing.command import DemoOptions
 from icml26.testing.results import paired_interval, resolve_device
 
@@ -122,6 +123,7 @@ class DemoConfig(DemoOptions):
         )
 
     def validate(self) -> None:
+        integer("n_states", self.n_states, low=2)  # before start_state, which is read against it
         if self.runs < 2:
             raise ValueError(f"runs must be >= 2 (intervals need two seeds), got {self.runs}")
         if not self.horizons or any(T < 2 for T in self.horizons):
