@@ -229,6 +229,22 @@ def test_demo_options_apply_quick_settings_only_under_quick():
 
     assert Cfg().resolved().steps == 100 and Cfg(quick=True).resolved().steps == 2
     assert Cfg(quick=True).resolved().quick and Cfg().device == "auto" and Cfg().out is None
+    # a setting the user changed is kept: --quick never silently overrides a flag
+    assert Cfg(quick=True, steps=7).resolved().steps == 7
+
+
+def test_quick_settings_must_name_settings():
+    from dataclasses import dataclass
+
+    from icml26.testing.command import DemoOptions
+
+    @dataclass(frozen=True)
+    class Cfg(DemoOptions):
+        def quick_settings(self):
+            return {"stepz": 2}
+
+    with pytest.raises(ValueError, match="stepz"):
+        Cfg(quick=True).resolved()
 
 
 def test_demo_command_reads_quick_first_and_device_last():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,30 @@ class DemoOptions(DeviceOption):
         return {}
 
     def resolved(self):
-        """The settings the run uses: ``quick_settings()`` applied under ``--quick``."""
-        return replace(self, **self.quick_settings()) if self.quick else self
+        """The settings the run uses: under ``--quick``, ``quick_settings()`` for every setting
+        still at its default. A setting the user changed keeps its value (``--quick --seeds 3``
+        runs seed 3): a flag is never silently overridden."""
+        if not self.quick:
+            return self
+        return replace(self, **{k: v for k, v in self.quick_settings().items()
+                                if _at_default(self, k)})  # fmt: skip
+
+
+def _at_default(cfg, name: str) -> bool:
+    """Whether ``cfg.name`` still holds its declared default (a field without one never does)."""
+    field = next((f for f in fields(cfg) if f.name == name), None)
+    if field is None:
+        raise ValueError(f"quick_settings names {name!r}, which is not a setting")
+    if field.default is not MISSING:
+        default = field.default
+    elif field.default_factory is not MISSING:
+        default = field.default_factory()
+    else:
+        return False
+    try:
+        return bool(getattr(cfg, name) == default)
+    except (TypeError, ValueError, RuntimeError):  # values with no single truth value (arrays)
+        return False
 
 
 def dispatch(
