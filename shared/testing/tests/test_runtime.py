@@ -143,6 +143,27 @@ def test_dispatch_runs_the_chosen_subcommand_and_turns_value_errors_into_exit_2(
 
 
 @pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--n", "abc"], "Error parsing --n: invalid literal for int() with base 10: 'abc'"),
+        (["--bogus"], "Unrecognized options: --bogus"),
+    ],
+)
+def test_dispatch_prints_a_parse_error_in_one_line_and_exits_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        dispatch("icml26-x", "one", {"demo": (Other, print)}, argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"icml26-x: error: {message} (see icml26-x --help)"]  # was a 5-9 line box
+
+
+def test_dispatch_help_still_prints_in_full(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        dispatch("icml26-x", "one", {"demo": (Other, print)}, ["--help"])
+    assert exit_.value.code == 0 and "--n INT" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
     "error", [TypeError("x must be a tensor"), FileNotFoundError("no such file: x.pt")]
 )
 def test_dispatch_turns_type_and_file_errors_into_one_line_and_exit_2(error, capsys):

@@ -11,6 +11,8 @@ dataclasses subclass them and add their own flags.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
@@ -88,10 +90,14 @@ def dispatch(
     configs = {name: config for name, (config, _) in commands.items()}
     args = list(sys.argv[1:] if argv is None else argv)
     if len(commands) == 1:
-        cfg = tyro.cli(next(iter(configs.values())), prog=prog, description=description, args=args)
+        config = next(iter(configs.values()))
+        cfg = _parse(lambda: tyro.cli(config, prog=prog, description=description, args=args), prog)
     else:
-        cfg = tyro.extras.subcommand_cli_from_dict(
-            configs, prog=prog, description=description, args=args
+        cfg = _parse(
+            lambda: tyro.extras.subcommand_cli_from_dict(
+                configs, prog=prog, description=description, args=args
+            ),
+            prog,
         )
     run = next((fn for config, fn in commands.values() if type(cfg) is config), None)
     if run is None:  # tyro built a config none of the commands takes (a subclass, say)
@@ -102,3 +108,46 @@ def dispatch(
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def _parse(parse: Callable[[], Any], prog: str) -> Any:
+    """``parse()`` (tyro's parser) with its usage errors in one line: tyro prints a bad flag or a
+    missing argument as a multi-line box and exits 2; the box's message becomes ``<prog>:
+    error: ...`` with the same exit code. Help and anything else it prints pass through."""
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            cfg = parse()
+    except SystemExit as e:
+        line = _box_message(captured.getvalue()) if e.code not in (0, None) else ""
+        if line:
+            print(f"{prog}: error: {line} (see {prog} --help)", file=sys.stderr)
+            raise SystemExit(e.code) from None
+        sys.stderr.write(captured.getvalue())
+        raise
+    sys.stderr.write(captured.getvalue())
+    return cfg
+
+
+def _box_message(text: str) -> str:
+    """The message of a usage error tyro drew, in one line; "" when ``text`` is not one. Where
+    stdout is UTF-8 it is a box (the title in its top border, ``│ ... │`` lines, the message
+    before the first rule); elsewhere the title, a rule, then the message up to the next rule."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    boxed = lines[0].startswith("╭")
+    segments: list[list[str]] = [[]]
+    for line in lines:
+        if line.startswith(("╭", "╰")):
+            continue
+        inner = line.strip("│|").strip()
+        if set(inner) <= {"─", "-"}:  # a rule between the box's parts
+            segments.append([])
+        else:
+            segments[-1].append(inner)
+    if not boxed:  # the title, then the message: a text with no rule is not tyro's
+        if len(segments) < 2:
+            return ""
+        segments = segments[1:]
+    return " ".join(" ".join(segments[0]).split())
