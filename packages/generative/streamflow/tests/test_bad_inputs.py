@@ -15,6 +15,7 @@ def denoiser():
 def test_generate_with_no_samples_is_named(denoiser):
     pipe = StreamPipeline(denoiser, (1, 8, 8), 2)
     assert_rejects(lambda: pipe.generate(torch.zeros(0, 1, 8, 8)), "noises")
+    assert_rejects(lambda: pipe.generate([[0.0]]), ["noises", "list"])  # was "got ()"
 
 
 def test_a_latent_shape_the_model_cannot_take_is_named_at_construction(denoiser):

@@ -24,6 +24,11 @@ def test_features_must_be_floating_point(dtype):
     assert_rejects(lambda: ncc_fewshot_error(x, LABELS, [1], 2), "features")
 
 
+def test_an_empty_list_of_shots_is_named():
+    x = torch.randn(4, 3)
+    assert_rejects(lambda: ncc_fewshot_error(x, LABELS, [], 2), "shots")  # returned []
+
+
 def test_non_finite_features_and_mismatched_rows_are_named():
     x = torch.zeros(4, 3)
     x[1, 1] = float("nan")
@@ -42,6 +47,10 @@ def test_measure_names_what_is_wrong_with_the_file(tmp_path):
     )
     assert "['labels']" in message and "is not a file" not in message
     assert_rejects(lambda: run_measure(MeasureConfig(path=tmp_path / "absent.npz")), "path")
+    # a plain string path, as a Python caller writes it (was an AttributeError on str)
+    absent = str(tmp_path / "absent.npz")
+    assert_rejects(lambda: run_measure(MeasureConfig(path=absent)), "absent.npz")
+    assert_rejects(lambda: MeasureConfig(path=3), "path")
 
 
 from icml26.cdnv import (  # noqa: E402
@@ -86,6 +95,7 @@ def test_measures_and_bounds_name_a_bad_convention_shot_count_or_variant():
     for measure in (C.effective_dim, C.effective_collapse_ratio):
         assert_rejects(lambda measure=measure: measure(torch.ones(3, 2)), "stats")
     assert_rejects(lambda: fewshot_bound(stats, 0), "shots")
+    assert_rejects(lambda: fewshot_bound(stats, []), "shots")  # an empty list returned []
     assert_rejects(lambda: fewshot_bound(stats, 1, ways=1), "ways")
     assert_rejects(lambda: fewshot_bound(stats, 1, variant="x"), "variant")
     assert_rejects(lambda: pairwise_bound(stats, 0), "shots")

@@ -275,7 +275,11 @@ class StreamPipeline:
         """Stream ``noises`` (M, C, H, W) through the pipeline; returns (M, ...) in input order.
         ``conditions``: (M, ...) tensor or dict of them; ``images``: (M, C, H, W) latents for
         image-to-image."""
-        if not isinstance(noises, torch.Tensor) or tuple(noises.shape[1:]) != self.shape:
+        if not isinstance(noises, torch.Tensor):  # a list would be reported as shape ()
+            shape = ", ".join(map(str, self.shape))
+            raise TypeError(f"noises must be a torch.Tensor (M, {shape}), got "
+                            f"{type(noises).__name__}")  # fmt: skip
+        if tuple(noises.shape[1:]) != self.shape:
             raise ValueError(
                 f"noises must be (M, {', '.join(map(str, self.shape))}), got "
                 f"{tuple(getattr(noises, 'shape', ()))}"

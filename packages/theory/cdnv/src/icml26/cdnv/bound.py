@@ -112,6 +112,12 @@ def pairwise_bound(stats: ClassStats, shots: int, variant: Variant = "ours") -> 
     return torch.where(off, bound, torch.zeros_like(bound))
 
 
+def _check_shot_list(shots: Sequence) -> None:
+    """A list of shots gives a list of results: an empty one (or a string) gives nothing."""
+    if isinstance(shots, str) or len(shots) == 0:
+        raise ValueError(f"shots must be a positive int or a non-empty list of them, got {shots!r}")
+
+
 def fewshot_bound(
     stats: ClassStats,
     shots: int | Sequence[int],
@@ -127,6 +133,7 @@ def fewshot_bound(
     their code does, no clamp at 1.
     """
     if isinstance(shots, Sequence):
+        _check_shot_list(shots)
         return [fewshot_bound(stats, m, ways, variant) for m in shots]
     C = stats.n_classes
     w = C if ways is None else ways
@@ -156,6 +163,7 @@ def ncc_fewshot_error(
     ``seed``, so every device sees the same episodes.
     """
     if isinstance(shots, Sequence):
+        _check_shot_list(shots)
         return [
             ncc_fewshot_error(features, labels, m, episodes, ways, queries, seed) for m in shots
         ]

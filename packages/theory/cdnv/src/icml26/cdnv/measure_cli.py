@@ -33,6 +33,12 @@ class MeasureConfig(DeviceOption):
     convention: str = "sum"
     """'sum' (default) or 'mean' (Galanti et al. 2022: divided by 2)."""
 
+    def __post_init__(self):
+        if isinstance(self.path, str):  # from Python, a plain string path is what users pass
+            object.__setattr__(self, "path", Path(self.path))
+        if not isinstance(self.path, Path):
+            raise TypeError(f"path must be a path to an .npz file, got {type(self.path).__name__}")
+
 
 def run_measure(cfg: MeasureConfig) -> dict:
     device = resolve_device(cfg.device)
