@@ -40,6 +40,18 @@ def test_negative_or_missing_counts_are_refused(bad):
     assert_rejects(lambda: _slide(counts), "counts")
 
 
+@pytest.mark.parametrize("step", [0.0, -2.0, float("nan"), (1.0, 0.0), (1.0, 2.0, 3.0), True])
+def test_a_pitch_that_is_not_positive_is_named_when_the_slide_is_built(step):
+    xy, features = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), np.zeros((3, 4))
+    assert_rejects(lambda: Slide("s", xy, features, step=step), "step")  # was named only later
+
+
+def test_repeated_gene_names_are_named():
+    counts = np.ones((3, 2))
+    xy, features = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), np.zeros((3, 4))
+    assert_rejects(lambda: Slide("s", xy, features, counts, ["a", "a"]), ["gene names", "'a'"])
+
+
 def test_a_garbage_h5ad_names_the_file(tmp_path, capsys):
     bad = tmp_path / "slide.h5ad"
     bad.write_text("not hdf5")

@@ -17,7 +17,9 @@ colour deconvolution, gradient energy, background fraction). Pass your own per-s
 
 import gzip
 import io
+import numbers
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from importlib import resources
@@ -35,8 +37,10 @@ class Slide:
     """One tissue section: N spots with positions, image features and (optionally) counts.
 
     xy: (N, 2) float spot centres (x, y) in any unit (pixels, um). features: (N, F) float32.
-    counts: (N, G) non-negative raw counts, or None for a slide to predict. genes: G names.
-    step: spot pitch in the unit of xy, one or (x, y) (None: inferred).
+    counts: (N, G) non-negative raw counts, or None for a slide to predict (non-integer counts
+    are accepted with a warning: log-normalised values would be transformed twice). genes: G
+    unique names.
+    step: spot pitch in the unit of xy, one or (x, y), each > 0 (None: inferred).
     hexagonal: Visium-style offset rows.
     library_size: (N,) total counts of each spot over *all* genes measured (None: the sum over
     the genes held in ``counts``); the denominator of library-size normalisation.
@@ -93,6 +97,17 @@ class Slide:
                     f"slide {self.name}: {len(self.genes)} gene names for "
                     f"{self.counts.shape[1]} count columns"
                 )
+        if len(set(self.genes)) != len(self.genes):  # a gene panel is matched by name
+            twice = sorted(g for g, k in Counter(self.genes).items() if k > 1)[:5]
+            raise ValueError(f"slide {self.name}: gene names must be unique, {twice} repeat")
+        if self.step is not None:
+            steps = self.step if isinstance(self.step, tuple | list) else (self.step,)
+            if len(steps) not in (1, 2) or not all(
+                isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v) and v > 0
+                for v in steps
+            ):
+                raise ValueError(f"slide {self.name}: step must be a finite pitch > 0 or (x, y) "
+                                 f"pair of them, got {self.step!r}")  # fmt: skip
         if self.library_size is not None:
             self.library_size = np.asarray(self.library_size, dtype=np.float64)
             if self.library_size.shape != (n,):
