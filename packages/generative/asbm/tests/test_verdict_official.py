@@ -132,3 +132,13 @@ def test_asbm_no_better_than_a_gaussian_fit_fails_the_trivial_control():
     moons = [c for c in judged["claims"] if c["claim"].startswith("moons")]
     assert {c["verdict"] for c in moons} == {"untestable here"}
     assert all(trivial_name("moons") in c["controls"] for c in moons)
+
+
+def test_results_without_a_gaussian_fit_are_judged_without_that_control():
+    results = _results()
+    for p in results["problems"].values():
+        for r in [p, *p["seeds"]]:
+            del r["metrics"][TRIVIAL_ARM]
+    judged = verdict(results)
+    assert trivial_name("moons") not in [c["name"] for c in judged["controls"]]
+    assert {c["verdict"] for c in judged["claims"]} == {"reproduced"}

@@ -213,8 +213,6 @@ def trivial_control(name: str, p: dict) -> dict:
     seeds (its 95% interval wholly below 0; one seed: below 0). If the metric cannot tell the two
     apart, or ASBM has learned no more than the second moments, no row can show anything."""
     metric, seeds, m = p["metric"], p["seeds"], p["metrics"]
-    if TRIVIAL_ARM not in m:
-        return control(trivial_name(name), "positive", False, "no Gaussian fit was measured")
     k = "100" if "100" in m["ASBM"] else max(m["ASBM"], key=int)
     diffs = [_value(r["metrics"]["ASBM"][k][metric])
              - _value(r["metrics"][TRIVIAL_ARM]["1"][metric]) for r in seeds]  # fmt: skip
@@ -236,9 +234,11 @@ def trivial_control(name: str, p: dict) -> dict:
 def _verdict_official(results: dict) -> dict:
     claims, controls = [], []
     for name, p in results["problems"].items():
-        rests_on = [prior_match_name(name), stage2_name(name), trivial_name(name)]
-        controls += [prior_match_control(name, p), stage2_control(name, p),
-                     trivial_control(name, p)]  # fmt: skip
+        rests_on = [prior_match_name(name), stage2_name(name)]
+        controls += [prior_match_control(name, p), stage2_control(name, p)]
+        if TRIVIAL_ARM in p["metrics"]:  # results made before the arm existed keep their rules
+            rests_on.append(trivial_name(name))
+            controls.append(trivial_control(name, p))
         for k in VERDICT_STEPS:
             if str(k) in p["metrics"]["ASBM"]:
                 claims.append(_compare(name, p, "ASBM", str(k),
