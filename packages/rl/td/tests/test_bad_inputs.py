@@ -36,9 +36,10 @@ def test_linear_td_constructor(args, names):
 
 def test_an_update_names_a_reward_or_feature_that_is_not_numbers():
     td, phi = LinearTD(3, 0.9, schedule=0.1), torch.eye(3)[0]
-    assert_rejects(lambda: td.update(phi, "1", phi), "r")  # was "new(): invalid data type 'str'"
-    assert_rejects(lambda: td.update(phi, 1.0, "x"), "phi_next")
-    assert_rejects(lambda: td.update([[0, "a", 1]], 1.0, phi), "phi")
+    # the argument's name opens the message (a bare "r" would match any message)
+    assert_rejects(lambda: td.update(phi, "1", phi), "r must be numbers")  # was "new(): ..."
+    assert_rejects(lambda: td.update(phi, 1.0, "x"), "phi_next must be numbers")
+    assert_rejects(lambda: td.update([[0, "a", 1]], 1.0, phi), "phi must be numbers")
 
 
 from icml26.td import (  # noqa: E402
