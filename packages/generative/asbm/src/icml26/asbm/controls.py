@@ -34,7 +34,7 @@ EMA = 0.999
 def independent_coupling_control(
     toy: str = "moons",
     seeds: tuple[int, ...] = (0, 1, 2),
-    steps: int = 6000,
+    steps: int = 24000,
     nfe: tuple[int, ...] = (8, 20, 50, 100),
     n_train: int = 8000,
     n_test: int = 2000,
@@ -91,9 +91,10 @@ class ControlConfig:
     """Where the measurements go (JSON, written atomically)."""
     toy: str = "moons"
     seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 6000
-    """Gradient steps of every arm (batch 256, lr 1e-3, MLP width 256); at 3000 neither the
-    score model nor CFM has converged on moons."""
+    steps: int = 24000
+    """Gradient steps of every arm (batch 256, lr 1e-3, MLP width 256): the score model keeps
+    improving to 24,000 (MMD at 100 steps 0.0015 at 12,000, 0.0007 at 24,000); CFM is
+    converged by 6000."""
     nfe: tuple[int, ...] = (8, 20, 50, 100)
     """Sampling steps to score."""
 
