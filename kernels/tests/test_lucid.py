@@ -116,6 +116,41 @@ def test_decode_step_equals_the_last_row():
         assert_close(vp_t, vp[:, :, t], atol=1e-10, rtol=1e-10)
 
 
+def clustered_keys(T, D, clusters, noise, seed=0):
+    # runs of near-identical keys (repeated tokens): L close to all-ones blocks
+    g = torch.Generator().manual_seed(seed)
+    centers = torch.randn(1, 2, clusters, D, generator=g, dtype=torch.float64)
+    idx = torch.randint(0, clusters, (T,), generator=g)
+    return centers[:, :, idx] + noise * torch.randn(1, 2, T, D, generator=g, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("dtype,u", [(torch.bfloat16, 2.0**-8), (torch.float16, 2.0**-11)])
+@pytest.mark.parametrize("keys", ["random", "similar", "clustered"])
+def test_half_precision_attention_on_vp_within_the_error_analysis(dtype, u, keys):
+    # lucid_attention's docstring: <= 3u max|V'| against exact LUCID on the same rounded inputs
+    q, k, v = qkv(B=1, H=2, Hkv=2, T=96, D=32, similar=0.9 if keys == "similar" else 0.0)
+    if keys == "clustered":
+        k = clustered_keys(96, 32, clusters=2, noise=0.05)
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    exact = lucid_attention_reference(q.double(), k.double(), v.double())
+    vp_max = float(lucid_solve_reference(k.double(), v.double()).abs().max())
+    got = lucid_attention(q, k, v)
+    assert got.dtype == dtype
+    err = float((got.double() - exact).abs().max())
+    assert err <= 3 * u * vp_max, (err, vp_max)
+    # attention_dtype=float32 keeps the attention in fp32: only the output's rounding is left
+    full = lucid_attention(q, k, v, attention_dtype=torch.float32)
+    assert float((full.double() - exact).abs().max()) <= u * float(exact.abs().max())
+
+
+def test_attention_dtype_is_checked():
+    q, k, v = qkv(T=8)
+    with pytest.raises(ValueError, match="attention_dtype must be"):
+        lucid_attention(q, k, v, attention_dtype=torch.int8)
+    with pytest.raises(ValueError, match="attention_dtype must be"):
+        lucid_attention(q, k, v, attention_dtype="bf16")
+
+
 @pytest.mark.parametrize(
     "change,error,match",
     [
@@ -235,7 +270,7 @@ def test_triton_closed_form_backward_matches_the_reference(monkeypatch):
 
 
 @needs_triton
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_triton_lucid_attention_with_gqa_matches_the_reference(monkeypatch, dtype):
     # Both Triton kernels in one graph (the solve, then flash attention on V'); autograd adds
     # the two gradients to the keys (through the logits and through L).
@@ -248,7 +283,8 @@ def test_triton_lucid_attention_with_gqa_matches_the_reference(monkeypatch, dtyp
     assert softmax_attention.last_backend is Backend.TRITON
     ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
     ref = lucid_attention_reference(*ref_leaves)
-    atol, rtol = (1e-4, 1e-4) if dtype == torch.float32 else (5e-3, 1e-2)
+    # half precision: the attention on V' runs in q's dtype (lucid_attention's error analysis)
+    atol, rtol = {torch.float32: (1e-4, 1e-4), torch.float16: (5e-3, 1e-2)}.get(dtype, (3e-2, 3e-2))
     assert_close(got, ref, atol=atol, rtol=rtol)
     w = torch.randn(ref.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     (got.double() * w).sum().backward()
