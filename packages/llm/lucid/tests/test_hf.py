@@ -68,6 +68,31 @@ def test_the_interface_function_is_lucid_attention():
     assert_close(got.transpose(1, 2).double(), ref, atol=1e-5, rtol=1e-5)  # HF returns (B, T, H, D)
 
 
+def test_the_interface_function_attends_on_vp_in_the_models_dtype(monkeypatch):
+    # a bf16 model: V' is solved in fp32, the attention on it runs with bf16 operands, and the
+    # output is within icml26-kernels' bound for that (3u max|V'|, u = 2^-8)
+    import transformers.integrations.sdpa_attention as sdpa
+
+    from icml26.lucid import lucid_solve_reference
+
+    seen = []
+    real = sdpa.sdpa_attention_forward
+
+    def spy(module, q, k, v, *args, **kwargs):
+        seen.append((q.dtype, k.dtype, v.dtype))
+        return real(module, q, k, v, *args, **kwargs)
+
+    monkeypatch.setattr(sdpa, "sdpa_attention_forward", spy)
+    attn = _model().model.layers[0].self_attn
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, h, 9, 8, generator=g).bfloat16() for h in (4, 2, 2))
+    got, _ = lucid_attention_forward(attn, q, k, v, None, scaling=8**-0.5)
+    assert seen == [(torch.bfloat16,) * 3] and got.dtype == torch.bfloat16
+    ref = lucid_attention_reference(q.double(), k.double(), v.double())
+    bound = 3 * 2.0**-8 * lucid_solve_reference(k.double(), v.double()).abs().max()
+    assert (got.transpose(1, 2).double() - ref).abs().max() <= bound
+
+
 def test_an_encoder_attention_layer_is_refused():
     attn = _model().model.layers[0].self_attn
     q, k, v = torch.randn(1, 4, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)

@@ -45,7 +45,8 @@ def lucid_attention_forward(
     Full causal self-attention with no mask (training, or a prompt without padding) goes to
     ``softmax_attention`` when its Triton kernel applies (CUDA tensors, see ``ICML26_KERNELS``);
     everything else (padding masks, decode steps, dropout, CPU tensors) to transformers' SDPA
-    function, which handles masks and GQA for every case."""
+    function, which handles masks and GQA for every case. V' is solved in fp32 and the attention
+    on it runs in the model's dtype (icml26-kernels' ``lucid_attention`` states the error)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     from icml26.kernels import Backend, select_backend
@@ -86,6 +87,9 @@ def lucid_attention_forward(
         module._lucid_prefix = None
         vp = masked_lucid_solve(key, value, _full_rows(allowed, key.shape[2]))
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    # the attention on V' runs in the model's dtype (bf16 operands, fp32 accumulation), as
+    # icml26-kernels' lucid_attention does; the solve above stayed in fp32
+    vp = vp.to(query.dtype)
     if (
         causal
         and attention_mask is None
@@ -96,14 +100,12 @@ def lucid_attention_forward(
         and kwargs.get("softcap") is None
         and select_backend(query, key, vp) is Backend.TRITON
     ):
-        out = softmax_attention(
-            query.to(vp.dtype), key.to(vp.dtype), vp, causal=True, scale=scaling
-        )
-        return out.to(query.dtype).transpose(1, 2).contiguous(), None  # (B, T, H, D), as HF expects
+        out = softmax_attention(query, key, vp, causal=True, scale=scaling)
+        return out.transpose(1, 2).contiguous(), None  # (B, T, H, D), as HF expects
     out, weights = sdpa_attention_forward(
         module,
-        query.to(vp.dtype),
-        key.to(vp.dtype),
+        query,
+        key,
         vp,
         attention_mask,
         dropout=dropout,
