@@ -93,6 +93,37 @@ def test_the_interface_function_attends_on_vp_in_the_models_dtype(monkeypatch):
     assert (got.transpose(1, 2).double() - ref).abs().max() <= bound
 
 
+def test_a_bf16_cache_holds_vp_within_the_propagated_rounding_bound():
+    # LucidDynamicCache keeps V' in the model's dtype; each new row is computed from the rounded
+    # rows before it, so a cached row is off the exact V' by L^{-1} delta (delta: the roundings),
+    # at most ||L^{-1}||_inf u max|V'| (hf.py's docstring). Clustered keys: L far from I.
+    from icml26.lucid import lucid_preconditioner
+    from icml26.lucid.hf import LucidLayer
+
+    g = torch.Generator().manual_seed(7)
+    T, D = 48, 16
+    centres = torch.randn(1, 2, 4, D, generator=g)
+    k = centres[:, :, torch.randint(0, 4, (T,), generator=g)]
+    k = (k + 0.05 * torch.randn(1, 2, T, D, generator=g)).bfloat16()
+    v = torch.randn(1, 2, T, D, generator=g).bfloat16()
+    q = torch.randn(1, 4, T, D, generator=g).bfloat16()
+    layer, outs = LucidLayer(), []
+    for a, b in [(0, 8), *((t, t + 1) for t in range(8, T))]:  # a prefill, then decode steps
+        keys, _ = layer.update(k[:, :, a:b], v[:, :, a:b])
+        outs.append(layer.attend(q[:, :, a:b], keys, v[:, :, a:b], None, None))
+    assert layer.values.dtype == torch.bfloat16
+    L = lucid_preconditioner(k.double())
+    exact = torch.linalg.solve_triangular(L, v.double(), upper=False, unitriangular=True)
+    linv = torch.linalg.inv(L).abs().sum(-1).max().item()
+    assert linv > 1.5  # L is far from the identity here
+    u, vp_max = 2.0**-8, exact.abs().max().item()
+    err = (layer.values.double() - exact).abs().max().item()
+    assert err <= 1.01 * linv * u * vp_max, (err, linv, vp_max)
+    out = torch.cat(outs, 2).double()
+    ref = lucid_attention_reference(q.double(), k.double(), v.double())
+    assert (out - ref).abs().max().item() <= (linv + 2) * u * vp_max
+
+
 def test_an_encoder_attention_layer_is_refused():
     attn = _model().model.layers[0].self_attn
     q, k, v = torch.randn(1, 4, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)

@@ -95,12 +95,12 @@ def _bench_one(cfg: BenchConfig, T: int, dtype: torch.dtype) -> dict:
     # Decode: one new token against a cache of T - 1 earlier tokens. Only the step is timed in
     # either arm; the caches are built beforehand, and appending one row (O(d), the same in both)
     # is left out. LUCID: the fused decode op (one pass over the cache computes v'_t and the
-    # attention; Triton on CUDA) on a V' cache kept in fp32, as LucidDynamicCache keeps it;
-    # softmax: SDPA on the full K and V caches, new token included.
+    # attention; Triton on CUDA) on a V' cache in the inputs' dtype, as LucidDynamicCache keeps
+    # it; softmax: SDPA on the full K and V caches, new token included.
     q1, k1, v1 = q[:, :, -1], k[:, :, -1], v[:, :, -1]
     kc = k[:, :, :-1].contiguous()
     with torch.no_grad():
-        vpc = lucid_solve(kc, v[:, :, :-1])
+        vpc = lucid_solve(kc, v[:, :, :-1]).to(v.dtype)
     k_full, v_full = k.contiguous(), v.contiguous()
     k_rep, v_rep = (t.repeat_interleave(group, 1) for t in (k_full, v_full))
 

@@ -10,8 +10,8 @@ interface (Llama, Qwen2, Mistral, SmolLM2, ...) runs LUCID for training and for 
 
 The function receives the layer's query (B, H, T_q, D) and the cache's key and value after
 rotary embeddings, computes ``V' = L^{-1} V`` (``icml26.kernels.lucid.lucid_solve``) in fp32 and
-attention on (Q, K, V') with V' kept in fp32 (Q and K are upcast for it: a bf16 V' costs several
-times the error of bf16 attention itself on correlated keys). Unmasked causal self-attention
+attention on (Q, K, V') in the model's dtype (V' rounded to it; icml26-kernels'
+``lucid_attention`` bounds the error that adds). Unmasked causal self-attention
 (training, unpadded prompts) goes through ``icml26.kernels.attention.softmax_attention`` when its
 Triton kernel applies (CUDA), everything else through transformers' own SDPA path.
 
@@ -20,7 +20,10 @@ Masks: L respects the attention mask. A key the mask hides from query i enters n
 and packed sequences (a block-diagonal mask, e.g. from ``position_ids`` restarting at 0) get one L
 per sequence.
 
-Caches: ``LucidDynamicCache`` stores the rotated keys and V' (fp32) per layer. A decode step then
+Caches: ``LucidDynamicCache`` stores the rotated keys and V' per layer, both in the model's
+dtype. Each new V' row is computed in fp32 from the rounded rows before it, so a cached row is
+off the exact V' by at most ||L^{-1}||_inf u max|V'| (u the dtype's unit roundoff: the rounding
+errors delta enter as L^{-1} delta). A decode step then
 solves only the new token's row: O(T d) per token, no host synchronisation, and one pass over the
 cache for both sums through the fused ``lucid_decode`` op (Triton on CUDA) when the step has no
 padding mask. With transformers' default ``DynamicCache`` (which stores V, not V') the module
@@ -31,8 +34,6 @@ solves the whole prefix again. Use ``LucidDynamicCache`` for generation.
 
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
-
-from icml26.kernels.lucid import compute_dtype
 
 IMPLEMENTATION = "lucid"
 
@@ -140,7 +141,7 @@ def _full_rows(allowed: torch.Tensor, k_len: int) -> torch.Tensor:
 
 class LucidLayer(DynamicLayer):
     """One layer of a ``LucidDynamicCache``: ``keys`` the rotated keys (the model's dtype),
-    ``values`` V' (fp32; fp64 for fp64 models), grown one call at a time.
+    ``values`` V' (the model's dtype, computed in fp32), grown one call at a time.
 
     ``update`` appends the keys and hands the new raw values to the attention function, which
     solves their V' rows (``attend``): the cache is only meaningful with ``"lucid"`` attention.
@@ -152,7 +153,7 @@ class LucidLayer(DynamicLayer):
         self.device = key_states.device
         B, H, _, D = key_states.shape
         self.keys = key_states.new_empty(B, H, 0, D)
-        self.values = key_states.new_empty(B, H, 0, D, dtype=compute_dtype(key_states.dtype))
+        self.values = key_states.new_empty(B, H, 0, D)  # V' in the model's dtype
         self.is_initialized = True
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
@@ -186,7 +187,7 @@ class LucidLayer(DynamicLayer):
             out, vp_t = lucid_decode(
                 query[:, :, 0], key[:, :, :N], self.values, key[:, :, N], v_new[:, :, 0], scaling
             )
-            self.values = torch.cat([self.values, vp_t[:, :, None]], dim=2)
+            self.values = torch.cat([self.values, vp_t[:, :, None].to(self.values.dtype)], dim=2)
             return out[:, :, None]
         if N == 0:
             vp_new = (
@@ -213,8 +214,9 @@ class LucidLayer(DynamicLayer):
 
 class LucidDynamicCache(Cache):
     """A transformers ``Cache`` for ``attn_implementation="lucid"``: per layer the rotated keys
-    and the preconditioned values V' (fp32), so each decode step solves one new row of L in
-    O(T d) with no host synchronisation. Pass it to ``generate`` as ``past_key_values``."""
+    and the preconditioned values V' (both in the model's dtype), so each decode step solves one
+    new row of L in O(T d) with no host synchronisation. Pass it to ``generate`` as
+    ``past_key_values``."""
 
     def __init__(self, ddp_cache_data=None, config=None, **unsupported) -> None:
         # ``config`` is accepted for DynamicCache's signature and not needed: one LucidLayer is
