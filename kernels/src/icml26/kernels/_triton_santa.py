@@ -5,7 +5,9 @@ the key tile once, scores all G heads against it with one ``tl.dot`` (the group 
 rows), takes each head's tile max ``m_t`` and ``l_t``, makes each head's systematic counts, and
 reads each value row that ANY head of the group drew once, for all of them (a second ``tl.dot``
 of the counts with the rows; rows no head drew are never read). ``tile_fixed`` needs nothing
-global and runs in one pass; ``systematic`` and ``tile_prop`` first run a statistics pass that
+global: one sampling pass, then a merge kernel that weighs the tiles (the official two-kernel
+structure; a call makes 26 host-side torch ops, was 52 with the merge on the host);
+``systematic`` and ``tile_prop`` first run a statistics pass that
 also stashes the scores (B, H_q, N) fp32, build the per-tile plan on the host (O(B H T) work),
 and sample from the stash without reading K again. All arithmetic is fp32 (inputs are upcast
 before any dot); the reference's counts are float64, so a count can differ where ``a0 + sum x``
@@ -162,6 +164,50 @@ def _santa_group_kernel(
             tl.store(cnt_ptr + row[:, None] * (T * BLOCK_N) + rel_n[None, :], c, mask=gn_mask)
 
 
+@triton.jit
+def _tile_fixed_merge_kernel(
+    OUT_T,  # (B * H_q, T, D) fp32: each tile's sum of drawn value rows
+    M,  # (B * H_q, T) fp32: tile maxima (-inf for a tile without a key in range)
+    L,  # (B * H_q, T) fp32: tile sums exp(s - m_t)
+    BUDGET,  # (B,) fp32: S_t = max(1, S // n_tiles) of each sequence
+    OUT,  # (B * H_q, D) fp32
+    T,
+    D,
+    H_Q,
+    BLOCK_T: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
+    """``tile_fixed``'s finalize, one program per (batch, query head): the tile weights
+    W_t = exp(m_t - m*) l_t, Z = sum W_t, and out = sum_t W_t out_t / (Z S_t): the host plan's
+    merge (``plan_from_tile_stats``) in one launch, as a flash-decoding merge."""
+    row = program_id64(0)
+    offs_d = tl.arange(0, BLOCK_D)
+    dmask = offs_d < D
+    m_star = tl.full([BLOCK_T], float("-inf"), dtype=tl.float32)
+    for t0 in range(0, T, BLOCK_T):
+        offs_t = t0 + tl.arange(0, BLOCK_T)
+        m = tl.load(M + row * T + offs_t, mask=offs_t < T, other=float("-inf"))
+        m_star = tl.maximum(m_star, m)
+    m_max = tl.max(m_star, 0)
+    z = tl.zeros([BLOCK_T], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
+    for t0 in range(0, T, BLOCK_T):
+        offs_t = t0 + tl.arange(0, BLOCK_T)
+        tmask = offs_t < T
+        m = tl.load(M + row * T + offs_t, mask=tmask, other=float("-inf"))
+        l = tl.load(L + row * T + offs_t, mask=tmask, other=0.0)
+        w = tl.where(l > 0, tl.exp(m - m_max) * l, 0.0)  # 0 for tiles past the key range
+        z += w
+        o = tl.load(
+            OUT_T + (row * T + offs_t[:, None]) * D + offs_d[None, :],
+            mask=tmask[:, None] & dmask[None, :],
+            other=0.0,
+        )
+        acc += tl.sum(w[:, None] * o, 0)
+    budget = tl.load(BUDGET + row // H_Q)
+    tl.store(OUT + row * D + offs_d, acc / (tl.sum(z, 0) * budget), mask=dmask)
+
+
 def _launch(
     q, k, v, stash, a0, alpha, shift, block_n, scale, ranges, s_fixed, pass_, fixed, counts,
     seed=None, row_offset=False,
@@ -222,7 +268,18 @@ def _launch(
         BLOCK_D=max(16, triton.next_power_of_2(D)),
         BLOCK_G=max(16, triton.next_power_of_2(Hq // Hkv)),
     )
-    return out, m.double(), l.double(), read, cnt
+    return out, m, l, read, cnt
+
+
+def _merge_tile_fixed(out_t, m, l, budget):
+    """(B, H_q, D) fp32 from the group kernel's per-tile sums, maxima and sums."""
+    B, Hq, T, D = out_t.shape
+    out = torch.empty(B, Hq, D, dtype=torch.float32, device=out_t.device)
+    _tile_fixed_merge_kernel[(B * Hq,)](
+        out_t, m, l, budget, out, T, D, Hq,
+        BLOCK_T=min(64, triton.next_power_of_2(T)), BLOCK_D=max(16, triton.next_power_of_2(D)),
+    )  # fmt: skip
+    return out
 
 
 def santa_decode_triton(
@@ -277,8 +334,7 @@ def santa_decode_triton(
             q, k, v, None, a0, None, None, block_n, scale, (start, end), s_t, 2, True,
             return_counts, **rng,
         )  # fmt: skip
-        _, _, budget, W, Z = plan_from_tile_stats(TileStats(m, l), num_samples, mode, n_tiles)
-        out = (torch.where(W > 0, W / (Z * budget), 0.0)[..., None] * out_t).sum(-2)
+        out = _merge_tile_fixed(out_t, m, l, s_t)
     else:
         # Statistics pass (the scores are stashed: the sampling pass reads them, not K again),
         # then the same plan the reference builds from the same tile statistics.
@@ -286,7 +342,8 @@ def santa_decode_triton(
         _, m, l, _, _ = _launch(
             q, k, v, stash, None, None, None, block_n, scale, (start, end), None, 0, False, False
         )
-        alpha, shift, _, _, _ = plan_from_tile_stats(TileStats(m, l), num_samples, mode)
+        stats = TileStats(m.double(), l.double())
+        alpha, shift, _, _, _ = plan_from_tile_stats(stats, num_samples, mode)
         # The counts depend on the grid's start only modulo 1: its fractional part, taken in
         # float64, keeps the fp32 grid fine (the whole shift grows to S).
         shift = shift - torch.floor(shift)
