@@ -295,7 +295,11 @@ def lucid_attention(
     rounding V' to a format with unit roundoff u moves it by at most ``u max|V'|``; rounding the
     attention weights before the product with V' (as every half-precision flash kernel does) adds
     at most as much, and rounding the output at most ``u |out| <= u max|V'|``: in all
-    ``3u max|V'|`` against exact LUCID on the same half-precision q, k, v (bf16: u = 2^-8).
+    ``3u max|V'|`` against exact LUCID on the same half-precision q, k, v (bf16: u = 2^-8), to
+    first order, with the logits formed in fp32 (the Triton kernel; an SDPA path that rounds the
+    logits to bf16 adds about 2u |logit| max|V'|), plus the fp32 accumulation (at most about
+    T 2^-24 max|V'|) and the fp32 solve's own error (which grows with ||L^{-1}||). "q's dtype"
+    is also what autocast hands in: under bf16 autocast an fp32 model attends in bf16.
     Measured on bf16 inputs, T = 256 and 1024, D = 64 (random, near-identical and clustered keys):
     V' stays within about 2x max|V|, the error is at most 0.2 of that bound, and 0.8-2.1x the
     error of bf16 softmax attention on V itself. Relative to a row's own size it can be larger:

@@ -253,6 +253,10 @@ class LucidAttention(nn.Module):
     ``beta`` and ``detach_preconditioner`` select the diagnostic variants of the module docstring
     (training only; a cache needs the published preconditioner). ``record = True`` keeps the last
     forward's keys and values (detached) in ``recorded`` for ``preconditioner_statistics``.
+
+    V' stays in the solve's precision (fp32, fp64 for fp64 inputs) through the attention on every
+    path, so masked, cached and plain calls give the same outputs; for bf16 speed use the
+    transformers integration (``hf.py``), whose attention on V' runs in the model's dtype.
     """
 
     def __init__(
@@ -391,7 +395,11 @@ class LucidAttention(nn.Module):
                 scale=scale,
             ).to(q.dtype)
         if self.kind == "lucid":
-            return lucid_attention(q, k, v, causal=True, scale=scale)
+            # this module keeps V' in the solve's precision on every path (masked, cached,
+            # variants), so they agree exactly; the transformers integration runs in q's dtype
+            return lucid_attention(
+                q, k, v, causal=True, scale=scale, attention_dtype=compute_dtype(q.dtype)
+            )
         return F.scaled_dot_product_attention(
             q,
             k.repeat_interleave(group, 1),

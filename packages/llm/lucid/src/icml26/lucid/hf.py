@@ -23,7 +23,9 @@ per sequence.
 Caches: ``LucidDynamicCache`` stores the rotated keys and V' per layer, both in the model's
 dtype. Each new V' row is computed in fp32 from the rounded rows before it, so a cached row is
 off the exact V' by at most ||L^{-1}||_inf u max|V'| (u the dtype's unit roundoff: the rounding
-errors delta enter as L^{-1} delta). A decode step then
+errors delta enter as L^{-1} delta) when rows arrive one at a time; rows appended as a chunk (a
+prompt, or several tokens at once) carry the chunk's own block of L too, L^{-1} diag(L_cc) delta,
+at most ||L^{-1}||_inf max_c ||L_cc||_inf u max|V'|. A decode step then
 solves only the new token's row: O(T d) per token, no host synchronisation, and one pass over the
 cache for both sums through the fused ``lucid_decode`` op (Triton on CUDA) when the step has no
 padding mask. With transformers' default ``DynamicCache`` (which stores V, not V') the module
